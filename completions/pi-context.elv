@@ -1,0 +1,211 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[pi-context] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'pi-context'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'pi-context'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand notes-write 'Create or overwrite a note'
+            cand notes-read 'Read a window of a note''s body, with its metadata'
+            cand notes-update 'Edit, crumple, smooth, re-origin or rename a note'
+            cand notes-list 'List notes, most recently updated first'
+            cand notes-search 'Search note bodies for literals, case-insensitively'
+            cand project-key 'Print the project key of a directory'
+            cand history-windows 'List the reset windows of a session''s active branch'
+            cand history-list 'Page through the events of a session'
+            cand history-read 'Read one event''s document'
+            cand history-search 'Search a session''s events for literals'
+            cand boot-render 'Render the boot block for the head of a context window'
+            cand budget-check 'Decide the context-budget action from usage and Pi settings'
+            cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
+            cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
+            cand doctor 'Check a notes home without changing it'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'pi-context;notes-write'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;notes-read'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;notes-update'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;notes-list'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;notes-search'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;project-key'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;history-windows'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;history-list'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;history-read'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;history-search'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;boot-render'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;budget-check'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;dream'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;dream-fs'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;doctor'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;completions'= {
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;help'= {
+            cand notes-write 'Create or overwrite a note'
+            cand notes-read 'Read a window of a note''s body, with its metadata'
+            cand notes-update 'Edit, crumple, smooth, re-origin or rename a note'
+            cand notes-list 'List notes, most recently updated first'
+            cand notes-search 'Search note bodies for literals, case-insensitively'
+            cand project-key 'Print the project key of a directory'
+            cand history-windows 'List the reset windows of a session''s active branch'
+            cand history-list 'Page through the events of a session'
+            cand history-read 'Read one event''s document'
+            cand history-search 'Search a session''s events for literals'
+            cand boot-render 'Render the boot block for the head of a context window'
+            cand budget-check 'Decide the context-budget action from usage and Pi settings'
+            cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
+            cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
+            cand doctor 'Check a notes home without changing it'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'pi-context;help;notes-write'= {
+        }
+        &'pi-context;help;notes-read'= {
+        }
+        &'pi-context;help;notes-update'= {
+        }
+        &'pi-context;help;notes-list'= {
+        }
+        &'pi-context;help;notes-search'= {
+        }
+        &'pi-context;help;project-key'= {
+        }
+        &'pi-context;help;history-windows'= {
+        }
+        &'pi-context;help;history-list'= {
+        }
+        &'pi-context;help;history-read'= {
+        }
+        &'pi-context;help;history-search'= {
+        }
+        &'pi-context;help;boot-render'= {
+        }
+        &'pi-context;help;budget-check'= {
+        }
+        &'pi-context;help;dream'= {
+        }
+        &'pi-context;help;dream-fs'= {
+        }
+        &'pi-context;help;doctor'= {
+        }
+        &'pi-context;help;completions'= {
+        }
+        &'pi-context;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,145 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_pi_context_global_optspecs
+    string join \n format= h/help V/version
+end
+
+function __fish_pi_context_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_pi_context_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_pi_context_using_subcommand
+    set -l cmd (__fish_pi_context_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c pi-context -n "__fish_pi_context_needs_command" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_needs_command" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "notes-write" -d 'Create or overwrite a note'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "notes-read" -d 'Read a window of a note\'s body, with its metadata'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "notes-update" -d 'Edit, crumple, smooth, re-origin or rename a note'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "notes-list" -d 'List notes, most recently updated first'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "notes-search" -d 'Search note bodies for literals, case-insensitively'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "project-key" -d 'Print the project key of a directory'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "history-windows" -d 'List the reset windows of a session\'s active branch'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "history-list" -d 'Page through the events of a session'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "history-read" -d 'Read one event\'s document'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "history-search" -d 'Search a session\'s events for literals'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "boot-render" -d 'Render the boot block for the head of a context window'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "budget-check" -d 'Decide the context-budget action from usage and Pi settings'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "dream" -d 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "dream-fs" -d 'Jailed file operations for the dreamer\'s write, edit and delete tools'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "doctor" -d 'Check a notes home without changing it'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand completions" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
+text\t'The model-facing text'
+both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c pi-context -n "__fish_pi_context_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "notes-write" -d 'Create or overwrite a note'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "notes-read" -d 'Read a window of a note\'s body, with its metadata'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "notes-update" -d 'Edit, crumple, smooth, re-origin or rename a note'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "notes-list" -d 'List notes, most recently updated first'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "notes-search" -d 'Search note bodies for literals, case-insensitively'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "project-key" -d 'Print the project key of a directory'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "history-windows" -d 'List the reset windows of a session\'s active branch'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "history-list" -d 'Page through the events of a session'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "history-read" -d 'Read one event\'s document'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "history-search" -d 'Search a session\'s events for literals'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "boot-render" -d 'Render the boot block for the head of a context window'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "budget-check" -d 'Decide the context-budget action from usage and Pi settings'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "dream" -d 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "dream-fs" -d 'Jailed file operations for the dreamer\'s write, edit and delete tools'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "doctor" -d 'Check a notes home without changing it'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c pi-context -n "__fish_pi_context_using_subcommand help; and not __fish_seen_subcommand_from notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

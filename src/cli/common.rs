@@ -1,0 +1,174 @@
+//! What every subcommand shares: exit codes, output formats, reading the one JSON request,
+//! printing the one result, and resolving identity/paths from flags and environment.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::{Ctx, Io};
+use crate::envelope::{Refusal, Reply};
+
+/// Documented exit codes (see `docs/protocol.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Success, including "nothing to do" (a gated dream skip).
+    Ok,
+    /// A refusal (`ok:false`), doctor issues found, or a failed dream.
+    Refused,
+    /// Usage error or malformed request.
+    Usage,
+    /// An I/O or internal failure.
+    Internal,
+    /// A lock held by another run.
+    LockHeld,
+}
+
+impl Exit {
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Refused => 1,
+            Exit::Usage => 2,
+            Exit::Internal => 70,
+            Exit::LockHeld => 75,
+        }
+    }
+}
+
+/// What goes to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The JSON envelope on one line.
+    Json,
+    /// The model-facing text.
+    Text,
+    /// The JSON envelope with an added top-level `"text"` field holding the model-facing text.
+    Both,
+}
+
+/// Refusal codes that mean "the request itself is malformed" (exit 2).
+const USAGE_CODES: &[&str] = &["invalid_request"];
+/// Refusal codes that mean "we failed", not "you asked for something refusable" (exit 70).
+const INTERNAL_CODES: &[&str] = &["io_error", "internal"];
+
+/// Print `reply` in the chosen format and return the exit code its outcome implies.
+pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let exit = match &reply.outcome {
+        Ok(_) => Exit::Ok,
+        Err(r) if USAGE_CODES.contains(&r.code.as_str()) => Exit::Usage,
+        Err(r) if INTERNAL_CODES.contains(&r.code.as_str()) => Exit::Internal,
+        Err(_) => Exit::Refused,
+    };
+    match ctx.format {
+        Format::Json => writeln!(io.stdout, "{}", reply.envelope())?,
+        Format::Text => writeln!(io.stdout, "{}", reply.text)?,
+        Format::Both => {
+            let mut envelope = reply.envelope();
+            envelope["text"] = json!(reply.text);
+            writeln!(io.stdout, "{envelope}")?;
+        }
+    }
+    if exit == Exit::Internal
+        && let Err(r) = &reply.outcome
+    {
+        writeln!(io.stderr, "error: {}", r.message)?;
+    }
+    io.stdout.flush()?;
+    Ok(exit)
+}
+
+/// Read the one JSON request from stdin. Empty stdin (only whitespace) is the empty object, so
+/// `pi-context notes-list </dev/null` works from a shell. Malformed JSON, unknown fields and
+/// wrong types become an `invalid_request` refusal (exit 2).
+pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, Refusal> {
+    let mut raw = String::new();
+    io.stdin.read_to_string(&mut raw).map_err(|e| {
+        Refusal::plain(
+            "invalid_request",
+            format!("could not read the request from stdin: {e}"),
+        )
+    })?;
+    let raw = if raw.trim().is_empty() {
+        "{}"
+    } else {
+        raw.as_str()
+    };
+    serde_json::from_str(raw)
+        .map_err(|e| Refusal::plain("invalid_request", format!("invalid request: {e}")))
+}
+
+/// Whether an error chain bottoms out in a closed stdout pipe (we then end quietly).
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty, else
+/// `~/.agents/notes`. Relative values resolve against the working directory.
+pub fn resolve_notes_home(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
+    let chosen = match (flag, ctx.var_non_empty("PI_NOTES_HOME")) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(env)) => PathBuf::from(env),
+        (None, None) => {
+            let home = ctx
+                .var_non_empty("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/"));
+            home.join(".agents").join("notes")
+        }
+    };
+    absolute_from(&ctx.cwd, &chosen)
+}
+
+/// `path` made absolute against `base` and lexically normalised (no symlink resolution).
+pub fn absolute_from(base: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    };
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// A stand-in for subcommands whose domain has not landed yet: a clear refusal, exit 70.
+pub fn not_implemented(name: &str, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let mut sink = String::new();
+    let _ = io.stdin.read_to_string(&mut sink);
+    let reply = Reply::refused(Refusal::plain(
+        "internal",
+        format!("{name} is not implemented yet"),
+    ));
+    emit(&reply, ctx, io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_from_normalises_lexically() {
+        assert_eq!(
+            absolute_from(Path::new("/a/b"), Path::new("../c/./d")),
+            PathBuf::from("/a/c/d")
+        );
+        assert_eq!(
+            absolute_from(Path::new("/a"), Path::new("/x/y/")),
+            PathBuf::from("/x/y")
+        );
+    }
+}

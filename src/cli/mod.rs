@@ -1,0 +1,198 @@
+//! The command-line layer: one thin module per subcommand. Each parses its flags and its one
+//! JSON request, resolves environment and identity into explicit values, calls one domain,
+//! and prints one result. This is the only place that reads the environment, the clock, or
+//! decides exit codes.
+
+pub mod boot_render;
+pub mod budget_check;
+pub mod common;
+pub mod completions;
+pub mod doctor;
+pub mod dream;
+pub mod dream_fs;
+pub mod history;
+pub mod notes;
+pub mod project_key;
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chrono::{DateTime, FixedOffset};
+use clap::{Parser, Subcommand};
+
+pub use common::{Exit, Format, emit, read_request};
+
+/// Durable memory for coding agents: notes, session history, boot block, budget policy and
+/// dream consolidation, as plumbing commands that read one JSON request on stdin and write
+/// one JSON result on stdout.
+#[derive(Debug, Parser)]
+#[command(
+    name = "pi-context",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// What to print on stdout: the JSON envelope (default), the model-facing text, or both
+    /// (the envelope with an added top-level "text" field).
+    #[arg(long, global = true, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or overwrite a note.
+    NotesWrite(notes::write::Args),
+    /// Read a window of a note's body, with its metadata.
+    NotesRead(notes::read::Args),
+    /// Edit, crumple, smooth, re-origin or rename a note.
+    NotesUpdate(notes::update::Args),
+    /// List notes, most recently updated first.
+    NotesList(notes::list::Args),
+    /// Search note bodies for literals, case-insensitively.
+    NotesSearch(notes::search::Args),
+    /// Print the project key of a directory.
+    ProjectKey(project_key::Args),
+    /// List the reset windows of a session's active branch.
+    HistoryWindows(history::windows::Args),
+    /// Page through the events of a session.
+    HistoryList(history::list::Args),
+    /// Read one event's document.
+    HistoryRead(history::read::Args),
+    /// Search a session's events for literals.
+    HistorySearch(history::search::Args),
+    /// Render the boot block for the head of a context window.
+    BootRender(boot_render::Args),
+    /// Decide the context-budget action from usage and Pi settings.
+    BudgetCheck(budget_check::Args),
+    /// Consolidate the notes store with a dreamer model (locked, gated, jailed, audited).
+    Dream(dream::Args),
+    /// Jailed file operations for the dreamer's write, edit and delete tools.
+    DreamFs(dream_fs::Args),
+    /// Check a notes home without changing it.
+    Doctor(doctor::Args),
+    /// Print a shell completion script.
+    Completions(completions::Args),
+}
+
+/// Everything a handler may know about the process world, resolved once at start-up.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// A snapshot of the environment variables (handlers never call `std::env`).
+    pub env: BTreeMap<String, String>,
+    /// The process working directory.
+    pub cwd: PathBuf,
+    /// "Now", captured once: `PI_CONTEXT_NOW` (RFC 3339) when set, for reproducible tests;
+    /// otherwise the wall clock in the local time zone.
+    pub now: DateTime<FixedOffset>,
+    /// The output format chosen with `--format`.
+    pub format: Format,
+}
+
+impl Ctx {
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+
+    /// A variable that is set and non-empty.
+    pub fn var_non_empty(&self, name: &str) -> Option<&str> {
+        self.var(name).filter(|v| !v.is_empty())
+    }
+}
+
+/// The process streams, injected so handlers can run in-process in tests.
+pub struct Io<'a> {
+    pub stdin: &'a mut dyn Read,
+    pub stdout: &'a mut dyn Write,
+    pub stderr: &'a mut dyn Write,
+    /// Whether stderr is a terminal (progress output is shown only then).
+    pub stderr_is_terminal: bool,
+}
+
+/// Run one parsed command.
+pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::NotesWrite(args) => notes::write::run(args, ctx, io),
+        Command::NotesRead(args) => notes::read::run(args, ctx, io),
+        Command::NotesUpdate(args) => notes::update::run(args, ctx, io),
+        Command::NotesList(args) => notes::list::run(args, ctx, io),
+        Command::NotesSearch(args) => notes::search::run(args, ctx, io),
+        Command::ProjectKey(args) => project_key::run(args, ctx, io),
+        Command::HistoryWindows(args) => history::windows::run(args, ctx, io),
+        Command::HistoryList(args) => history::list::run(args, ctx, io),
+        Command::HistoryRead(args) => history::read::run(args, ctx, io),
+        Command::HistorySearch(args) => history::search::run(args, ctx, io),
+        Command::BootRender(args) => boot_render::run(args, ctx, io),
+        Command::BudgetCheck(args) => budget_check::run(args, ctx, io),
+        Command::Dream(args) => dream::run(args, ctx, io),
+        Command::DreamFs(args) => dream_fs::run(args, ctx, io),
+        Command::Doctor(args) => doctor::run(args, ctx, io),
+        Command::Completions(args) => completions::run(args, ctx, io),
+    }
+}
+
+/// The process entry point: parse, resolve the world, run, map errors to exit codes.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help and version are successes; everything else is a usage error (exit 2).
+            let _ = err.print();
+            return ExitCode::from(if err.use_stderr() {
+                Exit::Usage.code()
+            } else {
+                0
+            });
+        }
+    };
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let now = match env
+        .get("PI_CONTEXT_NOW")
+        .map(|s| DateTime::parse_from_rfc3339(s))
+    {
+        Some(Ok(fixed)) => fixed,
+        Some(Err(e)) => {
+            eprintln!("error: PI_CONTEXT_NOW is not an RFC 3339 timestamp: {e}");
+            return ExitCode::from(Exit::Usage.code());
+        }
+        None => chrono::Local::now().fixed_offset(),
+    };
+    let ctx = Ctx {
+        env,
+        cwd,
+        now,
+        format: cli.format,
+    };
+    let stderr_is_terminal = std::io::stderr().is_terminal();
+    let (mut stdin, mut stdout, mut stderr) = (
+        std::io::stdin().lock(),
+        std::io::stdout().lock(),
+        std::io::stderr(),
+    );
+    let mut io = Io {
+        stdin: &mut stdin,
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+        stderr_is_terminal,
+    };
+    match run(cli, &ctx, &mut io) {
+        Ok(exit) => ExitCode::from(exit.code()),
+        Err(err) => {
+            if common::is_broken_pipe(&err) {
+                return ExitCode::from(0);
+            }
+            let refusal = crate::envelope::Refusal::plain("internal", format!("{err:#}"));
+            let _ = writeln!(io.stdout, "{}", refusal.to_envelope());
+            let _ = writeln!(io.stderr, "error: {err:#}");
+            ExitCode::from(Exit::Internal.code())
+        }
+    }
+}

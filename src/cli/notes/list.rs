@@ -1,0 +1,11 @@
+//! `pi-context notes-list`: list notes, recent first.
+
+use crate::cli::common::{Exit, not_implemented};
+use crate::cli::{Ctx, Io};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    not_implemented("notes-list", ctx, io)
+}

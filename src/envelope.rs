@@ -1,0 +1,201 @@
+//! The one result envelope every subcommand answers with, its bounds, and the one output
+//! budget. Shared by all domains so that "fits" means the same thing everywhere.
+//!
+//! Wire form: `{"ok":true,"data":…}` or `{"ok":false,"error":{"code","message","details"?}}`.
+//! A result fits when both its compact JSON envelope and its rendered text are at most
+//! [`OUTPUT_BUDGET_BYTES`]; every selection (rows, windows, characters) is tested against
+//! [`fits`] so the JSON and the text always describe the same selection.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Both the rendered text and the compact JSON envelope of a tool result stay within this.
+pub const OUTPUT_BUDGET_BYTES: usize = 32 * 1024;
+/// A refusal message longer than this (in code points) is clipped.
+pub const ERROR_MESSAGE_MAX_CHARS: usize = 2000;
+/// Refusal details whose compact JSON exceeds this many bytes are replaced wholesale.
+pub const ERROR_DETAILS_MAX_BYTES: usize = 4096;
+
+/// One refusal: a stable machine code, a human message, optional structured details.
+/// Construct it with [`Refusal::new`] so the bounds are always applied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refusal {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl Refusal {
+    /// A refusal with bounded message and details (message clipped to 2,000 code points with a
+    /// `…[truncated <k> chars]` suffix; details over 4,096 bytes replaced by a size marker).
+    pub fn new(
+        code: impl Into<String>,
+        message: impl Into<String>,
+        details: Option<Value>,
+    ) -> Self {
+        let message = clip_message(message.into());
+        let details = details.map(|d| {
+            let bytes = serde_json::to_string(&d)
+                .map(|s| s.len())
+                .unwrap_or(usize::MAX);
+            if bytes > ERROR_DETAILS_MAX_BYTES {
+                json!({"truncated": true, "details_bytes": bytes})
+            } else {
+                d
+            }
+        });
+        Refusal {
+            code: code.into(),
+            message,
+            details,
+        }
+    }
+
+    pub fn plain(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(code, message, None)
+    }
+
+    /// `error: <code>: <message>` plus ` <details as compact JSON>` when present: the text
+    /// form of every refusal, whatever the command.
+    pub fn render_text(&self) -> String {
+        let mut text = format!("error: {}: {}", self.code, self.message);
+        if let Some(details) = &self.details {
+            text.push(' ');
+            text.push_str(&serde_json::to_string(details).unwrap_or_default());
+        }
+        text
+    }
+
+    /// The envelope `{"ok":false,"error":{…}}`.
+    pub fn to_envelope(&self) -> Value {
+        json!({"ok": false, "error": self})
+    }
+}
+
+fn clip_message(message: String) -> String {
+    let total = message.chars().count();
+    if total <= ERROR_MESSAGE_MAX_CHARS {
+        return message;
+    }
+    let kept: String = message.chars().take(ERROR_MESSAGE_MAX_CHARS).collect();
+    format!(
+        "{kept}…[truncated {} chars]",
+        total - ERROR_MESSAGE_MAX_CHARS
+    )
+}
+
+/// The outcome of one operation, before printing: success data or a refusal, plus the
+/// model-facing text rendered from that same value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub outcome: Result<Value, Refusal>,
+    pub text: String,
+}
+
+impl Reply {
+    /// A success whose text was rendered from `data` by the caller.
+    pub fn ok(data: impl Serialize, text: String) -> Self {
+        let data = serde_json::to_value(data)
+            .expect("result types serialise to JSON because they hold only JSON-safe data");
+        Reply {
+            outcome: Ok(data),
+            text,
+        }
+    }
+
+    /// A refusal; its text is the uniform refusal rendering.
+    pub fn refused(refusal: Refusal) -> Self {
+        let text = refusal.render_text();
+        Reply {
+            outcome: Err(refusal),
+            text,
+        }
+    }
+
+    /// The wire envelope.
+    pub fn envelope(&self) -> Value {
+        match &self.outcome {
+            Ok(data) => json!({"ok": true, "data": data}),
+            Err(refusal) => refusal.to_envelope(),
+        }
+    }
+}
+
+/// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}`.
+pub fn ok_envelope_bytes(data: &impl Serialize) -> usize {
+    // `{"ok":true,"data":` + data + `}`: computing it this way avoids building a Value.
+    const WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
+    WRAPPER
+        + serde_json::to_vec(data)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX - WRAPPER)
+}
+
+/// The one budget predicate: a success result fits when its envelope and its text both stay
+/// within [`OUTPUT_BUDGET_BYTES`].
+pub fn fits(data: &impl Serialize, text: &str) -> bool {
+    text.len() <= OUTPUT_BUDGET_BYTES && ok_envelope_bytes(data) <= OUTPUT_BUDGET_BYTES
+}
+
+/// The largest `n` in `0..=max` for which `ok(n)` holds, assuming `ok` is monotone
+/// (true up to some point, false after). Used for "longest fitting prefix" searches.
+pub fn largest_fitting(max: usize, mut ok: impl FnMut(usize) -> bool) -> Option<usize> {
+    if ok(max) {
+        return Some(max);
+    }
+    if !ok(0) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0usize, max); // ok(lo) holds, ok(hi) fails
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_clipped_in_code_points() {
+        let refusal = Refusal::plain("x", "é".repeat(2005));
+        assert!(refusal.message.ends_with("…[truncated 5 chars]"));
+        assert_eq!(refusal.message.chars().filter(|c| *c == 'é').count(), 2000);
+    }
+
+    #[test]
+    fn oversized_details_are_replaced_wholesale() {
+        let refusal = Refusal::new("x", "m", Some(json!({"blob": "a".repeat(5000)})));
+        assert_eq!(refusal.details.unwrap()["truncated"], json!(true));
+    }
+
+    #[test]
+    fn refusal_text_carries_details_as_compact_json() {
+        let refusal = Refusal::new("unknown_seq", "no such seq", Some(json!({"seq": 7})));
+        assert_eq!(
+            refusal.render_text(),
+            r#"error: unknown_seq: no such seq {"seq":7}"#
+        );
+    }
+
+    #[test]
+    fn envelope_bytes_match_serialised_envelope() {
+        let data = json!({"a": [1, 2, "ü"]});
+        let whole = serde_json::to_vec(&json!({"ok": true, "data": data})).unwrap();
+        assert_eq!(ok_envelope_bytes(&data), whole.len());
+    }
+
+    #[test]
+    fn largest_fitting_finds_the_boundary() {
+        assert_eq!(largest_fitting(100, |n| n <= 37), Some(37));
+        assert_eq!(largest_fitting(100, |_| true), Some(100));
+        assert_eq!(largest_fitting(100, |_| false), None);
+    }
+}

@@ -1,0 +1,17 @@
+//! pi-context: durable memory for coding agents whose context window gets wiped.
+//!
+//! The crate is a set of pure domain libraries (`notes`, `session`, `history`, `boot`,
+//! `budget`, `dream`, `doctor`) plus a thin command-line layer (`cli`) that resolves the
+//! environment and flags into explicit values, calls one domain, and prints one JSON result.
+//! Domains never print, exit, read environment variables or read the clock.
+
+pub mod boot;
+pub mod budget;
+pub mod cli;
+pub mod doctor;
+pub mod dream;
+pub mod envelope;
+pub mod fsio;
+pub mod history;
+pub mod notes;
+pub mod session;

@@ -1,0 +1,1 @@
+//! CLI tests for the boot family (filled in with the feature).

@@ -1,0 +1,1 @@
+//! CLI tests for the budget family (filled in with the feature).

@@ -1,0 +1,1 @@
+//! CLI tests for the doctor family (filled in with the feature).

@@ -1,0 +1,1 @@
+//! CLI tests for the dream family (filled in with the feature).

@@ -1,0 +1,1 @@
+//! CLI tests for the history family (filled in with the feature).

@@ -1,0 +1,12 @@
+//! The one integration-test binary: drives the real `pi-context` binary with `assert_cmd` in
+//! `tempfile` homes with a scrubbed environment. One module per command family.
+
+mod support;
+
+mod boot;
+mod budget;
+mod completions;
+mod doctor;
+mod dream;
+mod history;
+mod notes;

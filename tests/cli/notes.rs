@@ -1,0 +1,1 @@
+//! CLI tests for the notes family (filled in with the feature).
