@@ -6,3 +6,6 @@
 pub mod settings;
 
 pub use settings::{Settings, SettingsPaths};
+pub mod decision;
+
+pub use decision::{Check, Decision, Policy, Thresholds, Usage, WindowFacts, decide};
