@@ -126,6 +126,15 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;boot-render' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'The notes root [default: $PI_NOTES_HOME, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'The Pi session id (selects the session home and the root window id)')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'The directory whose project key selects @project [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'The project key itself, instead of deriving it from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent name (slugified) [default: anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The active model id; its slug is the part after the last ''/'' [default: "default"]')
+            [CompletionResult]::new('--window-id', '--window-id', [CompletionResultType]::ParameterName, 'The window this boot opens [default: the session''s root window id]')
+            [CompletionResult]::new('--previous-window-id', '--previous-window-id', [CompletionResultType]::ParameterName, 'The window active before this one (omit for the root boot)')
+            [CompletionResult]::new('--opened-at', '--opened-at', [CompletionResultType]::ParameterName, 'When boot construction began (RFC 3339); every relative age is against it [default: now]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

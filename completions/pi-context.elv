@@ -112,6 +112,15 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;boot-render'= {
+            cand --notes-home 'The notes root [default: $PI_NOTES_HOME, else ~/.agents/notes]'
+            cand --session-id 'The Pi session id (selects the session home and the root window id)'
+            cand --cwd 'The directory whose project key selects @project [default: the working directory]'
+            cand --project-key 'The project key itself, instead of deriving it from --cwd'
+            cand --agent 'The agent name (slugified) [default: anonymous]'
+            cand --model 'The active model id; its slug is the part after the last ''/'' [default: "default"]'
+            cand --window-id 'The window this boot opens [default: the session''s root window id]'
+            cand --previous-window-id 'The window active before this one (omit for the root boot)'
+            cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
