@@ -143,12 +143,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;boot-render'= {
-            cand --notes-home 'The notes root [default: $PI_NOTES_HOME, else ~/.agents/notes]'
-            cand --session-id 'The Pi session id (selects the session home and the root window id)'
-            cand --cwd 'The directory whose project key selects @project [default: the working directory]'
-            cand --project-key 'The project key itself, instead of deriving it from --cwd'
-            cand --agent 'The agent name (slugified) [default: anonymous]'
-            cand --model 'The active model id; its slug is the part after the last ''/'' [default: "default"]'
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --window-id 'The window this boot opens [default: the session''s root window id]'
             cand --previous-window-id 'The window active before this one (omit for the root boot)'
             cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'

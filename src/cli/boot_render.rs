@@ -2,40 +2,23 @@
 //! head of a context window. Identity, window ids and `opened_at` come from flags; the request
 //! carries only the tool-name bindings.
 
-use std::path::PathBuf;
-
 use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, ToolNames, Windows};
-use crate::cli::common::{Exit, absolute_from, emit, read_request, resolve_notes_home};
+use crate::cli::common::{Exit, IdentityArgs, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::{Refusal, Reply};
-use crate::notes::{Identity, model_slug, project_key, slugify};
 
 /// Render the boot block for the head of a context window: identity, the recovery protocol,
 /// the MAP.md bodies and the recent-notes index. Reads {"tools": {...}} on stdin (optional).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The notes root [default: $PI_NOTES_HOME, else ~/.agents/notes].
-    #[arg(long, value_name = "DIR")]
-    pub notes_home: Option<PathBuf>,
-    /// The Pi session id (selects the session home and the root window id).
-    #[arg(long, value_name = "ID")]
-    pub session_id: String,
-    /// The directory whose project key selects @project [default: the working directory].
-    #[arg(long, value_name = "DIR", conflicts_with = "project_key")]
-    pub cwd: Option<PathBuf>,
-    /// The project key itself, instead of deriving it from --cwd.
-    #[arg(long, value_name = "KEY")]
-    pub project_key: Option<String>,
-    /// The agent name (slugified) [default: anonymous].
-    #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
-    /// The active model id; its slug is the part after the last '/' [default: "default"].
-    #[arg(long, value_name = "ID")]
-    pub model: Option<String>,
+    /// Identity (`--session-id` is required here: it names the session home and the root
+    /// window id).
+    #[command(flatten)]
+    pub identity: IdentityArgs,
     /// The window this boot opens [default: the session's root window id].
     #[arg(long, value_name = "ID")]
     pub window_id: Option<String>,
@@ -98,36 +81,22 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
             )
         })?,
     };
-    let root = resolve_notes_home(args.notes_home.as_deref(), ctx);
-    let key = match &args.project_key {
-        Some(key) => key.clone(),
-        None => project_key(&absolute_from(
-            &ctx.cwd,
-            args.cwd.as_deref().unwrap_or(&ctx.cwd),
-        )),
+    let Some(session_id) = args.identity.session_id.clone() else {
+        return Err(Refusal::plain(
+            "invalid_request",
+            "boot-render needs --session-id (it names the session home and the root window id)",
+        ));
     };
-    let agent = slugify(args.agent.as_deref().unwrap_or("anonymous"));
-    let model = args
-        .model
-        .as_deref()
-        .map(model_slug)
-        .unwrap_or_else(|| "default".to_string());
-    let identity =
-        Identity::new(&root, Some(&args.session_id), &key, &agent, &model).map_err(|e| {
-            Refusal::new(
-                "invalid_identity",
-                e.to_string(),
-                Some(json!({"field": e.field})),
-            )
-        })?;
+    let identity = args.identity.resolve(ctx)?;
+    let (agent, model) = (identity.agent.clone(), identity.model.clone());
     let layout = Layout {
         root: identity.root.clone(),
-        session_id: args.session_id.clone(),
+        session_id: session_id.clone(),
         project_key: identity.project_key.clone(),
         agent: identity.agent.clone(),
         model: identity.model.clone(),
     };
-    let first = boot::root_window_id(&args.session_id);
+    let first = boot::root_window_id(&session_id);
     let windows = Windows {
         current: args
             .window_id
@@ -173,7 +142,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         "previous_window_id": windows.previous,
         "opened_at": opened_at.to_rfc3339_opts(SecondsFormat::Millis, false),
         "identity": {
-            "session_id": args.session_id,
+            "session_id": session_id,
             "project_key": layout.project_key,
             "agent": layout.agent,
             "model": layout.model,
