@@ -8,7 +8,7 @@
 //! of each home are kept.
 
 use std::cmp::Ordering;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -69,16 +69,37 @@ impl Layout {
 /// `updatedAt` (as the store does with "now").
 pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
     let mut snapshot = Snapshot::empty(opened_at_ms);
-    for kind in LOAD_ORDER {
-        let dir = layout.home_dir(kind);
-        *snapshot.home_mut(kind) =
-            match load_home(&dir, &layout.prefix(kind), kind.cap(), opened_at_ms) {
-                Ok(home) => home,
-                Err(e) => HomeSnapshot {
-                    unavailable: Some(e.to_string()),
-                    ..HomeSnapshot::default()
-                },
-            };
+    // One thread per home: the walk is dominated by open/read syscalls, which overlap well.
+    // Results are placed by home, so the snapshot does not depend on thread timing.
+    let loaded: Vec<(HomeKind, io::Result<HomeSnapshot>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = LOAD_ORDER
+            .into_iter()
+            .map(|kind| {
+                let dir = layout.home_dir(kind);
+                let prefix = layout.prefix(kind);
+                let handle =
+                    scope.spawn(move || load_home(&dir, &prefix, kind.cap(), opened_at_ms));
+                (kind, handle)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(kind, handle)| {
+                let result = handle
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("reading this home panicked")));
+                (kind, result)
+            })
+            .collect()
+    });
+    for (kind, result) in loaded {
+        *snapshot.home_mut(kind) = match result {
+            Ok(home) => home,
+            Err(e) => HomeSnapshot {
+                unavailable: Some(e.to_string()),
+                ..HomeSnapshot::default()
+            },
+        };
     }
     snapshot
 }
@@ -87,7 +108,7 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
 struct Found {
     updated_at_ms: i64,
     address: String,
-    chars: usize,
+    path: PathBuf,
 }
 
 /// Recency order: newest first; ties by address compared case-insensitively, then bytewise.
@@ -134,22 +155,20 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             if !file_type.is_file() || !name.ends_with(".md") {
                 continue;
             }
-            let raw = match std::fs::read(entry.path()) {
-                Ok(raw) => raw,
-                // Deleted between listing and reading: it is simply not there.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) if e.kind() == io::ErrorKind::IsADirectory => continue,
-                Err(e) => return Err(e),
+            let Some(head) = read_head(&entry.path())? else {
+                continue;
             };
-            let raw = String::from_utf8_lossy(&raw);
-            let (fields, body) = split_note(&raw);
+            let (fields, _) = split_note(&head);
             if fields.contains_key("crumpledAt") {
                 continue;
             }
             if vpath == "MAP.md" {
+                let Some(body) = read_body(&entry.path())? else {
+                    continue;
+                };
                 home.map = Some(MapNote {
                     address: format!("{prefix}{vpath}"),
-                    body: body.to_string(),
+                    body,
                 });
                 continue;
             }
@@ -157,7 +176,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             let found = Found {
                 updated_at_ms: updated_at_ms(&fields, now_ms),
                 address: format!("{prefix}{vpath}"),
-                chars: body.chars().count(),
+                path: entry.path(),
             };
             // Keep only the newest `cap`: a sorted insert into a tiny vector.
             let at = kept
@@ -169,17 +188,66 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             }
         }
     }
-    home.recent = kept
-        .into_iter()
-        .map(|f| NoteRow {
+    // Bodies are read whole only for the rows shown (their code points are displayed).
+    let mut recent = Vec::with_capacity(kept.len());
+    for f in kept {
+        let chars = match read_body(&f.path)? {
+            Some(body) => body.chars().count(),
+            None => continue,
+        };
+        recent.push(NoteRow {
             address: f.address,
-            chars: f.chars,
+            chars,
             updated_at_ms: f.updated_at_ms,
-        })
-        .collect();
+        });
+    }
+    home.recent = recent;
     Ok(home)
 }
 
+/// Bytes read first from every note: enough for any ordinary frontmatter block.
+const HEAD_BYTES: usize = 8 * 1024;
+
+/// The start of a note, long enough to hold its frontmatter: the first [`HEAD_BYTES`], or the
+/// whole file when its block does not close within them. `None` when the file vanished.
+fn read_head(path: &Path) -> io::Result<Option<String>> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = vec![0u8; HEAD_BYTES];
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    buf.truncate(filled);
+    if filled == HEAD_BYTES {
+        let head = String::from_utf8_lossy(&buf);
+        // A block still open at the cut: read the rest so the fields are complete.
+        if frontmatter::parse_fields_only(&head).is_none()
+            && head.trim_start_matches('\u{feff}').starts_with("---")
+        {
+            file.read_to_end(&mut buf)?;
+        }
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// A note's body (frontmatter removed). `None` when the file vanished.
+fn read_body(path: &Path) -> io::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(raw) => {
+            let raw = String::from_utf8_lossy(&raw);
+            Ok(Some(split_note(&raw).1.into_owned()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
 /// Frontmatter fields and body of one note file, as the notes store parses them.
 fn split_note(raw: &str) -> (Map<String, Value>, std::borrow::Cow<'_, str>) {
     let parsed = frontmatter::parse(raw);
@@ -193,4 +261,48 @@ fn updated_at_ms(fields: &Map<String, Value>, now_ms: i64) -> i64 {
     NoteMeta::from_fields(fields, now)
         .updated_at
         .timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_longer_than_the_head_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(HEAD_BYTES * 2);
+        std::fs::write(
+            dir.path().join("big.md"),
+            format!("---\nnote: {long}\ncrumpledAt: 2026-01-01T00:00:00Z\n---\n\nbody"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("live.md"),
+            format!(
+                "---\nupdatedAt: 2026-01-01T00:00:00Z\n---\n\n{}é",
+                "b".repeat(HEAD_BYTES)
+            ),
+        )
+        .unwrap();
+        let home = load_home(dir.path(), "@human/", 5, 0).unwrap();
+        assert_eq!(
+            home.live_notes, 1,
+            "the crumpled note past the head is excluded"
+        );
+        assert_eq!(home.recent[0].address, "@human/live.md");
+        assert_eq!(
+            home.recent[0].chars,
+            HEAD_BYTES + 1,
+            "chars count the whole body"
+        );
+    }
+
+    #[test]
+    fn a_missing_home_is_empty_and_a_file_home_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = load_home(&dir.path().join("absent"), "", 5, 0).unwrap();
+        assert_eq!(home, HomeSnapshot::default());
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        assert!(load_home(&dir.path().join("file"), "", 5, 0).is_err());
+    }
 }
