@@ -1,0 +1,308 @@
+//! Loading the five-home snapshot a boot is rendered from: each home read once, in the order
+//! session, project, human, agent, model; only live notes; newest first.
+//!
+//! Read-only: it never writes, never bumps access metadata, never creates a directory. A home
+//! directory that does not exist is empty; any other I/O failure while reading a home marks
+//! that home unavailable (its rows dropped, the error kept for `data`) and the other homes
+//! still load. Cost: one directory walk and one read per note file; only the newest `cap` rows
+//! of each home are kept.
+
+use std::cmp::Ordering;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
+use crate::notes::frontmatter;
+use crate::notes::note::NoteMeta;
+use crate::notes::query::address_order;
+
+/// Where the five homes are and how their addresses are displayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// The notes root (absolute).
+    pub root: PathBuf,
+    pub session_id: String,
+    pub project_key: String,
+    /// Agent slug.
+    pub agent: String,
+    /// Model slug.
+    pub model: String,
+}
+
+/// The order homes are loaded in (each exactly once).
+pub const LOAD_ORDER: [HomeKind; 5] = [
+    HomeKind::Session,
+    HomeKind::Project,
+    HomeKind::Human,
+    HomeKind::Agent,
+    HomeKind::Model,
+];
+
+impl Layout {
+    /// The home's directory on disk.
+    pub fn home_dir(&self, kind: HomeKind) -> PathBuf {
+        let root = &self.root;
+        match kind {
+            HomeKind::Session => root.join("pi").join("session").join(&self.session_id),
+            HomeKind::Project => root.join("project").join(&self.project_key),
+            HomeKind::Human => root.join("human"),
+            HomeKind::Agent => root.join("agents").join(&self.agent),
+            HomeKind::Model => root.join("models").join(&self.model),
+        }
+    }
+
+    /// The displayed address prefix (concrete homes: `@agents/<slug>/`, `@models/<slug>/`).
+    pub fn prefix(&self, kind: HomeKind) -> String {
+        match kind {
+            HomeKind::Session => String::new(),
+            HomeKind::Project => "@project/".to_string(),
+            HomeKind::Human => "@human/".to_string(),
+            HomeKind::Agent => format!("@agents/{}/", self.agent),
+            HomeKind::Model => format!("@models/{}/", self.model),
+        }
+    }
+}
+
+/// Load all five homes. `opened_at_ms` also stands in for a note's missing or unreadable
+/// `updatedAt` (as the store does with "now").
+pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
+    let mut snapshot = Snapshot::empty(opened_at_ms);
+    // One thread per home: the walk is dominated by open/read syscalls, which overlap well.
+    // Results are placed by home, so the snapshot does not depend on thread timing.
+    let loaded: Vec<(HomeKind, io::Result<HomeSnapshot>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = LOAD_ORDER
+            .into_iter()
+            .map(|kind| {
+                let dir = layout.home_dir(kind);
+                let prefix = layout.prefix(kind);
+                let handle =
+                    scope.spawn(move || load_home(&dir, &prefix, kind.cap(), opened_at_ms));
+                (kind, handle)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(kind, handle)| {
+                let result = handle
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("reading this home panicked")));
+                (kind, result)
+            })
+            .collect()
+    });
+    for (kind, result) in loaded {
+        *snapshot.home_mut(kind) = match result {
+            Ok(home) => home,
+            Err(e) => HomeSnapshot {
+                unavailable: Some(e.to_string()),
+                ..HomeSnapshot::default()
+            },
+        };
+    }
+    snapshot
+}
+
+/// One live note found while walking.
+struct Found {
+    updated_at_ms: i64,
+    address: String,
+    path: PathBuf,
+}
+
+/// Recency order: newest first; ties by address compared case-insensitively, then bytewise.
+fn recency(a: &Found, b: &Found) -> Ordering {
+    b.updated_at_ms
+        .cmp(&a.updated_at_ms)
+        .then_with(|| address_order(&a.address, &b.address))
+}
+
+/// Load one home directory. `Ok(empty)` when it does not exist.
+pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Result<HomeSnapshot> {
+    let mut home = HomeSnapshot::default();
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(home),
+        Err(e) => return Err(e),
+        Ok(meta) if !meta.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        Ok(_) => {}
+    }
+    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    let mut stack: Vec<(PathBuf, String)> = vec![(dir.to_path_buf(), String::new())];
+    while let Some((path, vdir)) = stack.pop() {
+        for entry in std::fs::read_dir(&path)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue; // not addressable, as in the store's listing
+            };
+            let vpath = if vdir.is_empty() {
+                name.clone()
+            } else {
+                format!("{vdir}/{name}")
+            };
+            let file_type = entry.file_type()?;
+            // As the store's listing: real directories and regular files only (a symlink is
+            // neither, so no loop can trap the walk).
+            if file_type.is_dir() {
+                stack.push((entry.path(), vpath));
+                continue;
+            }
+            if !file_type.is_file() || !name.ends_with(".md") {
+                continue;
+            }
+            let Some(head) = read_head(&entry.path())? else {
+                continue;
+            };
+            let (fields, _) = split_note(&head);
+            if fields.contains_key("crumpledAt") {
+                continue;
+            }
+            if vpath == "MAP.md" {
+                let Some(body) = read_body(&entry.path())? else {
+                    continue;
+                };
+                home.map = Some(MapNote {
+                    address: format!("{prefix}{vpath}"),
+                    body,
+                });
+                continue;
+            }
+            home.live_notes += 1;
+            let found = Found {
+                updated_at_ms: updated_at_ms(&fields, now_ms),
+                address: format!("{prefix}{vpath}"),
+                path: entry.path(),
+            };
+            // Keep only the newest `cap`: a sorted insert into a tiny vector.
+            let at = kept
+                .binary_search_by(|probe| recency(probe, &found))
+                .unwrap_or_else(|i| i);
+            if at < cap {
+                kept.insert(at, found);
+                kept.truncate(cap);
+            }
+        }
+    }
+    // Bodies are read whole only for the rows shown (their code points are displayed).
+    let mut recent = Vec::with_capacity(kept.len());
+    for f in kept {
+        let chars = match read_body(&f.path)? {
+            Some(body) => body.chars().count(),
+            None => continue,
+        };
+        recent.push(NoteRow {
+            address: f.address,
+            chars,
+            updated_at_ms: f.updated_at_ms,
+        });
+    }
+    home.recent = recent;
+    Ok(home)
+}
+
+/// Bytes read first from every note: enough for any ordinary frontmatter block.
+const HEAD_BYTES: usize = 8 * 1024;
+
+/// The start of a note, long enough to hold its frontmatter: the first [`HEAD_BYTES`], or the
+/// whole file when its block does not close within them. `None` when the file vanished.
+fn read_head(path: &Path) -> io::Result<Option<String>> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut buf = vec![0u8; HEAD_BYTES];
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    buf.truncate(filled);
+    if filled == HEAD_BYTES {
+        let head = String::from_utf8_lossy(&buf);
+        // A block still open at the cut: read the rest so the fields are complete.
+        if frontmatter::parse_fields_only(&head).is_none()
+            && head.trim_start_matches('\u{feff}').starts_with("---")
+        {
+            file.read_to_end(&mut buf)?;
+        }
+    }
+    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+}
+
+/// A note's body (frontmatter removed). `None` when the file vanished.
+fn read_body(path: &Path) -> io::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(raw) => {
+            let raw = String::from_utf8_lossy(&raw);
+            Ok(Some(split_note(&raw).1.into_owned()))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+/// Frontmatter fields and body of one note file, as the notes store parses them.
+fn split_note(raw: &str) -> (Map<String, Value>, std::borrow::Cow<'_, str>) {
+    let parsed = frontmatter::parse(raw);
+    (parsed.fields, parsed.body)
+}
+
+fn updated_at_ms(fields: &Map<String, Value>, now_ms: i64) -> i64 {
+    let now = chrono::DateTime::from_timestamp_millis(now_ms)
+        .unwrap_or_default()
+        .fixed_offset();
+    NoteMeta::from_fields(fields, now)
+        .updated_at
+        .timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_longer_than_the_head_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let long = "x".repeat(HEAD_BYTES * 2);
+        std::fs::write(
+            dir.path().join("big.md"),
+            format!("---\nnote: {long}\ncrumpledAt: 2026-01-01T00:00:00Z\n---\n\nbody"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("live.md"),
+            format!(
+                "---\nupdatedAt: 2026-01-01T00:00:00Z\n---\n\n{}é",
+                "b".repeat(HEAD_BYTES)
+            ),
+        )
+        .unwrap();
+        let home = load_home(dir.path(), "@human/", 5, 0).unwrap();
+        assert_eq!(
+            home.live_notes, 1,
+            "the crumpled note past the head is excluded"
+        );
+        assert_eq!(home.recent[0].address, "@human/live.md");
+        assert_eq!(
+            home.recent[0].chars,
+            HEAD_BYTES + 1,
+            "chars count the whole body"
+        );
+    }
+
+    #[test]
+    fn a_missing_home_is_empty_and_a_file_home_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = load_home(&dir.path().join("absent"), "", 5, 0).unwrap();
+        assert_eq!(home, HomeSnapshot::default());
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        assert!(load_home(&dir.path().join("file"), "", 5, 0).is_err());
+    }
+}
