@@ -562,3 +562,6 @@ pub fn read(
     let opened = open(path, leaf)?;
     read::read_in(&opened, options)
 }
+
+#[cfg(test)]
+mod proptests;
