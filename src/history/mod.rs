@@ -243,22 +243,25 @@ pub struct Opened {
 
 /// Read `path` and project the branch ending at `leaf` (default: the last entry).
 pub fn open(path: &Path, leaf: Option<&str>) -> Result<Opened, HistoryError> {
-    open_inspecting(path, leaf, |_, _| {})
+    Ok(open_testing_lines(path, leaf, &|_| false)?.0)
 }
 
-fn open_inspecting(
+fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
-    inspect: impl FnMut(usize, &[u8]),
-) -> Result<Opened, HistoryError> {
-    let session = Session::open_inspecting(path, inspect)?;
+    line_test: &(dyn Fn(&[u8]) -> bool + Sync),
+) -> Result<(Opened, Vec<bool>), HistoryError> {
+    let (session, flags) = Session::open_testing_lines(path, line_test)?;
     let leaf = session.leaf(leaf)?;
     let branch = session.active_branch(leaf);
     let projection = Projection::build(&session, &branch);
-    Ok(Opened {
-        session,
-        projection,
-    })
+    Ok((
+        Opened {
+            session,
+            projection,
+        },
+        flags,
+    ))
 }
 
 #[derive(Serialize)]
@@ -477,14 +480,8 @@ pub fn search(
         .as_ref()
         .and_then(|m| m.as_ref().ok())
         .filter(|m| m.has_prefilter());
-    let mut maybe: Vec<bool> = Vec::new();
-    let opened = open_inspecting(path, leaf, |index, line| {
-        if let Some(m) = prefilter {
-            if maybe.len() <= index {
-                maybe.resize(index + 1, false);
-            }
-            maybe[index] = m.raw_may_match(line);
-        }
+    let (opened, maybe) = open_testing_lines(path, leaf, &|line: &[u8]| {
+        prefilter.is_some_and(|m| m.raw_may_match(line))
     })?;
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;

@@ -28,7 +28,7 @@ mod skeleton;
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -192,16 +192,16 @@ pub struct Session {
 impl Session {
     /// Open and read a session file.
     pub fn open(path: &Path) -> Result<Session, SessionError> {
-        Self::open_inspecting(path, |_, _| {})
+        Ok(Self::open_testing_lines(path, &|_| false)?.0)
     }
 
-    /// Open and read a session file, handing the raw bytes of every entry line (with its entry
-    /// index) to `inspect` while streaming. Search uses this to test lines cheaply without a
-    /// second pass over the file.
-    pub fn open_inspecting(
+    /// Open and read a session file, also testing the raw bytes of every entry line with
+    /// `line_test` while streaming; the result holds one flag per entry. Search uses this to
+    /// test lines cheaply without a second pass over the file.
+    pub fn open_testing_lines(
         path: &Path,
-        mut inspect: impl FnMut(usize, &[u8]),
-    ) -> Result<Session, SessionError> {
+        line_test: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<(Session, Vec<bool>), SessionError> {
         let io_error = |source: std::io::Error| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 SessionError::NotFound {
@@ -215,73 +215,76 @@ impl Session {
             }
         };
         let file = File::open(path).map_err(io_error)?;
-        let mut reader = BufReader::with_capacity(256 * 1024, file.try_clone().map_err(io_error)?);
-        let mut line = Vec::with_capacity(64 * 1024);
-        let mut offset = 0u64;
-        let mut line_no = 0u64;
+        let size = file.metadata().map_err(io_error)?.len();
+        // Large files are decoded in parallel chunks split at line boundaries; each chunk is
+        // streamed by its own reader, so memory stays independent of the file size.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let chunks = (size / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
+        let bounds = chunk_bounds(&file, size, chunks).map_err(io_error)?;
+        let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
+            vec![decode_chunk(&file, bounds[0], bounds[1], line_test)]
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = bounds
+                    .windows(2)
+                    .map(|w| {
+                        let file = &file;
+                        let (from, to) = (w[0], w[1]);
+                        scope.spawn(move || decode_chunk(file, from, to, line_test))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a chunk decoder does not panic"))
+                    .collect()
+            })
+        };
+        let mut line_base = 0u64;
         let mut header: Option<Header> = None;
         let mut entries: Vec<Entry> = Vec::new();
+        let mut flags: Vec<bool> = Vec::new();
         let mut skipped = 0u64;
-        loop {
-            line.clear();
-            let read = reader.read_until(b'\n', &mut line).map_err(io_error)?;
-            if read == 0 {
-                break;
-            }
-            line_no += 1;
-            let start = offset;
-            offset += read as u64;
-            let body: &[u8] = line.strip_suffix(b"\n").unwrap_or(&line);
-            if body.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let raw = match skeleton::decode(body) {
-                Ok(raw) => raw,
-                Err(_) => {
-                    match repair_lone_surrogates(body).map(|fixed| skeleton::decode(&fixed)) {
-                        Some(Ok(raw)) => raw,
-                        _ => {
-                            skipped += 1;
+        for chunk in decoded {
+            let chunk = chunk.map_err(io_error)?;
+            for line in chunk.lines {
+                let Some(raw) = line.raw else {
+                    skipped += 1;
+                    continue;
+                };
+                let line_no = line_base + line.line_in_chunk;
+                let Some(head) = &header else {
+                    // The first parsed object must be the header.
+                    match (raw.kind.as_deref(), raw.id) {
+                        (Some("session"), Some(id)) => {
+                            header = Some(Header {
+                                id,
+                                version: if raw.version_present {
+                                    raw.version.unwrap_or(1)
+                                } else {
+                                    1
+                                },
+                                timestamp: raw.timestamp,
+                            });
                             continue;
                         }
+                        _ => {
+                            return Err(SessionError::NotASession {
+                                path: path.to_path_buf(),
+                            });
+                        }
                     }
+                };
+                if raw.kind.as_deref() == Some("session") {
+                    // A second header (concatenated files): not an entry, as in Pi's index.
+                    continue;
                 }
-            };
-            let Some(head) = &header else {
-                // The first parsed object must be the header.
-                match (raw.kind.as_deref(), raw.id) {
-                    (Some("session"), Some(id)) => {
-                        header = Some(Header {
-                            id,
-                            version: if raw.version_present {
-                                raw.version.unwrap_or(1)
-                            } else {
-                                1
-                            },
-                            timestamp: raw.timestamp,
-                        });
-                        continue;
-                    }
-                    _ => {
-                        return Err(SessionError::NotASession {
-                            path: path.to_path_buf(),
-                        });
-                    }
-                }
-            };
-            if raw.kind.as_deref() == Some("session") {
-                // A second header (concatenated files): not an entry, as in Pi's index.
-                continue;
+                let version = head.version;
+                flags.push(line.tested);
+                entries.push(entry_from_raw(raw, line_no, line.offset, line.len, version));
             }
-            let version = head.version;
-            inspect(entries.len(), body);
-            entries.push(entry_from_raw(
-                raw,
-                line_no,
-                start,
-                body.len() as u64,
-                version,
-            ));
+            line_base += chunk.line_count;
         }
         let header = header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
@@ -301,14 +304,17 @@ impl Session {
                 by_id.insert(id.clone(), index);
             }
         }
-        Ok(Session {
-            path: path.to_path_buf(),
-            header,
-            entries,
-            skipped_lines: skipped,
-            by_id,
-            file,
-        })
+        Ok((
+            Session {
+                path: path.to_path_buf(),
+                header,
+                entries,
+                skipped_lines: skipped,
+                by_id,
+                file,
+            },
+            flags,
+        ))
     }
 
     /// The entry index of an id (the later of duplicates).
@@ -388,6 +394,180 @@ impl Session {
             *role = Value::String("custom".into());
         }
         Ok(value)
+    }
+}
+
+/// Files at least this large per extra thread are decoded in parallel chunks.
+const PARALLEL_CHUNK_MIN_BYTES: u64 = 8 << 20;
+
+/// One decoded line of a chunk (blank lines are not reported).
+struct DecodedLine {
+    /// 1-based line number within the chunk.
+    line_in_chunk: u64,
+    offset: u64,
+    len: u64,
+    /// `None`: malformed.
+    raw: Option<skeleton::RawEntry>,
+    tested: bool,
+}
+
+struct Chunk {
+    lines: Vec<DecodedLine>,
+    /// Every line of the chunk, blank ones included.
+    line_count: u64,
+}
+
+/// `chunks + 1` file offsets: 0, the starts of lines near each `k * size / chunks`, and `size`.
+fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
+    use std::os::unix::fs::FileExt;
+    let mut bounds = vec![0u64];
+    let mut probe = vec![0u8; 64 * 1024];
+    for k in 1..chunks {
+        let mut at = (size * k / chunks).max(*bounds.last().expect("bounds start with 0"));
+        // The first line start after `at`.
+        let start = loop {
+            if at >= size {
+                break size;
+            }
+            let n = file.read_at(&mut probe, at)?;
+            if n == 0 {
+                break size;
+            }
+            if let Some(pos) = memchr::memchr(b'\n', &probe[..n]) {
+                break at + pos as u64 + 1;
+            }
+            at += n as u64;
+        };
+        if start > *bounds.last().expect("non-empty") && start < size {
+            bounds.push(start);
+        }
+    }
+    bounds.push(size);
+    Ok(bounds)
+}
+
+/// Decode the lines in `[from, to)` of `file`.
+fn decode_chunk(
+    file: &File,
+    from: u64,
+    to: u64,
+    line_test: &(dyn Fn(&[u8]) -> bool + Sync),
+) -> std::io::Result<Chunk> {
+    // Positioned reads: chunks share one descriptor but never its file offset.
+    let mut reader = LineReader::new(PositionedReader {
+        file,
+        at: from,
+        end: to,
+    });
+    reader.base = from;
+    let mut lines = Vec::new();
+    let mut line_count = 0u64;
+    while let Some((offset, body)) = reader.next_line()? {
+        line_count += 1;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let raw = match skeleton::decode(body) {
+            Ok(raw) => Some(raw),
+            Err(_) => repair_lone_surrogates(body).and_then(|fixed| skeleton::decode(&fixed).ok()),
+        };
+        let tested = raw.is_some() && line_test(body);
+        lines.push(DecodedLine {
+            line_in_chunk: line_count,
+            offset,
+            len: body.len() as u64,
+            raw,
+            tested,
+        });
+    }
+    Ok(Chunk { lines, line_count })
+}
+
+/// Reads `[at, end)` of a file with positioned reads.
+struct PositionedReader<'f> {
+    file: &'f File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for PositionedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let want = (self.end - self.at).min(buf.len() as u64) as usize;
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// Splits a file into lines in place: a line that lies inside the buffer is handed out as a
+/// slice of it (no per-line copy); the buffer grows only for a line longer than itself, so
+/// memory stays at about the longest line, whatever the file size.
+struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes in `buf`.
+    start: usize,
+    /// End of the valid bytes in `buf`.
+    end: usize,
+    /// `buf[start..scanned]` is known to hold no `\n`.
+    scanned: usize,
+    /// File offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+impl<R: Read> LineReader<R> {
+    fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: vec![0; 1 << 20],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            base: 0,
+            eof: false,
+        }
+    }
+
+    /// The next line without its `\n`, with its file offset; a last line without `\n` too.
+    fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8])>> {
+        loop {
+            if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
+                let (from, to) = (self.start, self.scanned + pos);
+                self.start = to + 1;
+                self.scanned = self.start;
+                return Ok(Some((self.base + from as u64, &self.buf[from..to])));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                if self.start < self.end {
+                    let from = self.start;
+                    self.start = self.end;
+                    return Ok(Some((self.base + from as u64, &self.buf[from..self.end])));
+                }
+                return Ok(None);
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.base += self.start as u64;
+                self.end -= self.start;
+                self.scanned -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
@@ -609,6 +789,48 @@ mod tests {
             session.load(0).unwrap()["message"]["content"],
             "x\u{fffd}y 😀"
         );
+    }
+
+    #[test]
+    fn parallel_chunks_agree_with_line_order() {
+        // Over 16 MB so that two or more chunks are decoded in parallel where cores allow.
+        let filler = "x".repeat(4000);
+        let mut text = format!("{HEADER}\n");
+        let mut expected = 0;
+        for i in 0..4500 {
+            if i % 1000 == 999 {
+                text.push_str("{torn\n\n");
+                continue;
+            }
+            let parent = if expected == 0 {
+                "null".to_string()
+            } else {
+                format!("\"e{}\"", expected - 1)
+            };
+            text.push_str(&format!(
+                r#"{{"type":"message","id":"e{expected}","parentId":{parent},"message":{{"role":"user","content":"{filler}"}}}}"#
+            ));
+            text.push('\n');
+            expected += 1;
+        }
+        assert!(text.len() > 16 << 20);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let (session, flags) =
+            Session::open_testing_lines(file.path(), &|line| line.ends_with(b"}}")).unwrap();
+        assert_eq!(session.entries.len(), expected);
+        assert_eq!(session.skipped_lines, 4);
+        assert!(flags.iter().all(|f| *f));
+        assert_eq!(
+            session.active_branch(session.leaf(None).unwrap()).len(),
+            expected
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, entry) in session.entries.iter().enumerate() {
+            assert_eq!(entry.id.as_deref(), Some(format!("e{i}").as_str()));
+            let line = lines[entry.line_no as usize - 1];
+            assert_eq!(session.raw_line(i).unwrap(), line.as_bytes());
+        }
     }
 
     #[test]

@@ -440,28 +440,17 @@ impl<'de> Visitor<'de> for BlockVisitor {
     }
 }
 
-/// Whether a `text` value is a string, and whether it is non-empty — without copying it.
+/// Whether a `text` value is a string, and whether it is non-empty — without decoding it: the
+/// raw JSON slice is enough (`""` is the only empty string), so long texts are only skipped.
 struct TextProbe;
 
 impl<'de> DeserializeSeed<'de> for TextProbe {
     type Value = Option<bool>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(TextProbeVisitor)
+        let raw = <&'de serde_json::value::RawValue as serde::Deserialize>::deserialize(d)?;
+        let json = raw.get();
+        Ok(json.starts_with('"').then_some(json != "\"\""))
     }
-}
-
-struct TextProbeVisitor;
-
-impl<'de> Visitor<'de> for TextProbeVisitor {
-    type Value = Option<bool>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(!v.is_empty()))
-    }
-    ignore_scalars!(None);
-    ignore_compounds!(None);
 }
 
 #[cfg(test)]
