@@ -503,12 +503,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__history__subcmd__list)
-            opts="-h -V --format --help --version"
+            opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -521,12 +529,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__history__subcmd__read)
-            opts="-h -V --format --help --version"
+            opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -539,12 +555,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__history__subcmd__search)
-            opts="-h -V --format --help --version"
+            opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -557,12 +581,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__history__subcmd__windows)
-            opts="-h -V --format --help --version"
+            opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0

@@ -84,6 +84,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-windows'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -91,6 +93,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-list'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -98,6 +102,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-read'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -105,6 +111,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-search'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
