@@ -125,6 +125,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;history-windows' {
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The Pi session file (JSONL) to read; it is never modified')
+            [CompletionResult]::new('--leaf', '--leaf', [CompletionResultType]::ParameterName, 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -133,6 +135,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;history-list' {
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The Pi session file (JSONL) to read; it is never modified')
+            [CompletionResult]::new('--leaf', '--leaf', [CompletionResultType]::ParameterName, 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -141,6 +145,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;history-read' {
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The Pi session file (JSONL) to read; it is never modified')
+            [CompletionResult]::new('--leaf', '--leaf', [CompletionResultType]::ParameterName, 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -149,6 +155,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;history-search' {
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The Pi session file (JSONL) to read; it is never modified')
+            [CompletionResult]::new('--leaf', '--leaf', [CompletionResultType]::ParameterName, 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -115,6 +115,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-windows'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -122,6 +124,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-list'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -129,6 +133,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-read'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -136,6 +142,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;history-search'= {
+            cand --session 'The Pi session file (JSONL) to read; it is never modified'
+            cand --leaf 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file''s last entry, which is what Pi shows when it reopens the file]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

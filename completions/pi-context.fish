@@ -107,21 +107,29 @@ text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l leaf -d 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file\'s last entry, which is what Pi shows when it reopens the file]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l leaf -d 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file\'s last entry, which is what Pi shows when it reopens the file]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l leaf -d 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file\'s last entry, which is what Pi shows when it reopens the file]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l leaf -d 'Entry id of the leaf whose root-to-leaf path is the active branch [default: the file\'s last entry, which is what Pi shows when it reopens the file]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"

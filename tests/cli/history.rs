@@ -1,1 +1,878 @@
-//! CLI tests for the history family (filled in with the feature).
+//! CLI tests for the history family: every shared fixture (real Pi 1.6.0 sessions and the v1
+//! pi-mono session) through windows, branch visibility, pairing, paging walks, search/read
+//! agreement and read reconstruction; snapshots of each subcommand's JSON and text for success
+//! and every refusal in the spec's order. Heavy loops call the library in-process (the same
+//! code the binary runs); the binary is driven for the wire contract.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use pi_context::history::{self, EventRole, ListOptions, ReadOptions};
+use serde_json::{Value, json};
+
+use crate::support::{Run, pi_context, run};
+
+const FIXTURES: &[&str] = &[
+    "basic.jsonl",
+    "branched.jsonl",
+    "reset-windows.jsonl",
+    "large-real.jsonl",
+    "pi-mono-large-session.jsonl",
+];
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/history")
+        .join(name)
+}
+
+fn manifest() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture("manifest.json")).unwrap()).unwrap()
+}
+
+/// Run one history subcommand on `session` with extra flags and a request.
+fn hist(command: &str, session: &Path, extra: &[&str], request: &str) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = pi_context(home.path());
+    cmd.arg(command).arg("--session").arg(session).args(extra);
+    run(cmd, request)
+}
+
+fn all_roles() -> Option<Vec<EventRole>> {
+    Some(vec![
+        EventRole::User,
+        EventRole::Assistant,
+        EventRole::Tool,
+        EventRole::Context,
+    ])
+}
+
+fn event_seqs(page: &Value) -> Vec<u64> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r.get("seq").is_some())
+        .map(|r| r["seq"].as_u64().unwrap())
+        .collect()
+}
+
+/// Walk `older_before` from the newest page to the oldest; returns every page.
+fn older_walk(path: &Path, base: &ListOptions) -> Vec<Value> {
+    let opened = history::open(path, None).unwrap();
+    let mut options = base.clone();
+    let mut pages = Vec::new();
+    loop {
+        let page = history::list_in(&opened, &options).unwrap().data;
+        let next = page["older_before"].as_u64();
+        pages.push(page);
+        match next {
+            Some(before) => {
+                assert!(
+                    options.before.is_none_or(|b| before < b),
+                    "anchor must move"
+                );
+                options.before = Some(before);
+            }
+            None => return pages,
+        }
+    }
+}
+
+// ---------------------------------------------------------------- fixtures: facts
+
+#[test]
+fn windows_match_the_manifest_on_every_pi_fixture() {
+    let manifest = manifest();
+    for (name, facts) in manifest.as_object().unwrap() {
+        let out = hist("history-windows", &fixture(name), &[], "{}");
+        assert_eq!(out.code, 0, "{name}: {}", out.stdout);
+        let data = &out.json()["data"];
+        assert_eq!(data["session_id"], facts["sessionId"], "{name}");
+        let ids: Vec<&Value> = data["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["window_id"])
+            .collect();
+        let expected: Vec<&Value> = facts["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| &w["windowId"])
+            .collect();
+        assert_eq!(ids, expected, "{name}");
+        assert_eq!(data["more"], 0);
+    }
+}
+
+#[test]
+fn seq_allocation_and_branch_visibility_match_the_manifest() {
+    let manifest = manifest();
+    for (name, facts) in manifest.as_object().unwrap() {
+        let opened = history::open(&fixture(name), None).unwrap();
+        let highest = facts["highestSeq"].as_u64().unwrap();
+        assert_eq!(opened.projection.highest_seq, highest, "{name}");
+        // Every seq is readable, a folded result slot, or on another branch; the first two
+        // are exactly the active branch's seqs.
+        let mut on_branch = 0;
+        for seq in 1..=highest {
+            match history::read::read_in(&opened, &ReadOptions::new(seq)) {
+                Ok(_) => on_branch += 1,
+                Err(e) if e.code() == "not_an_event" => on_branch += 1,
+                Err(e) => assert_eq!(e.code(), "not_on_branch", "{name} seq {seq}"),
+            }
+        }
+        assert_eq!(
+            on_branch,
+            facts["activeBranchSeqs"].as_u64().unwrap(),
+            "{name}"
+        );
+        let past = history::read::read_in(&opened, &ReadOptions::new(highest + 1)).unwrap_err();
+        assert_eq!(past.code(), "unknown_seq");
+    }
+}
+
+#[test]
+fn branched_session_hides_the_abandoned_branch_everywhere() {
+    let path = fixture("branched.jsonl");
+    let options = ListOptions {
+        roles: all_roles(),
+        limit: 1000,
+        ..ListOptions::default()
+    };
+    let seqs: BTreeSet<u64> = older_walk(&path, &options)
+        .iter()
+        .flat_map(event_seqs)
+        .collect();
+    assert!(seqs.iter().all(|s| !(11..=17).contains(s)), "{seqs:?}");
+    // The abandoned branch's words are not searchable, its seqs not readable.
+    let out = hist("history-read", &path, &[], r#"{"seq":11}"#);
+    assert_eq!(out.json()["error"]["code"], "not_on_branch");
+    // The branch summary is a context event on the active branch.
+    let context = history::list(
+        &path,
+        None,
+        &ListOptions {
+            roles: Some(vec![EventRole::Context]),
+            ..ListOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(event_seqs(&context.data).len(), 1);
+    // With --leaf on the abandoned leaf, those seqs are visible and the summary is not.
+    let out = hist(
+        "history-read",
+        &path,
+        &["--leaf", "eccc1922"],
+        r#"{"seq":11}"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+}
+
+#[test]
+fn tool_calls_pair_with_their_results_at_the_call_seq() {
+    let opened = history::open(&fixture("basic.jsonl"), None).unwrap();
+    let tools = history::list_in(
+        &opened,
+        &ListOptions {
+            roles: Some(vec![EventRole::Tool]),
+            limit: 100,
+            ..ListOptions::default()
+        },
+    )
+    .unwrap()
+    .data;
+    let rows = tools["items"].as_array().unwrap();
+    // 7 calls (each paired) + 2 standalone bash runs.
+    assert_eq!(rows.len(), 9);
+    let paired: Vec<&Value> = rows
+        .iter()
+        .filter(|r| {
+            r["tool"] != "bash" || r["content"].as_str().unwrap().contains("--- output ---")
+        })
+        .collect();
+    assert!(!paired.is_empty());
+    for (result, call) in &opened.projection.paired_results {
+        let err = history::read::read_in(&opened, &ReadOptions::new(*result)).unwrap_err();
+        assert_eq!(err.code(), "not_an_event");
+        assert_eq!(err.to_refusal().details.unwrap()["read_seq"], json!(call));
+    }
+    assert_eq!(opened.projection.paired_results.len(), 7);
+    let statuses: Vec<&str> = rows
+        .iter()
+        .map(|r| r["tool_status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "error").count(),
+        3,
+        "{statuses:?}"
+    );
+}
+
+#[test]
+fn reset_windows_split_events_at_markers() {
+    let opened = history::open(&fixture("reset-windows.jsonl"), None).unwrap();
+    let windows = history::windows_in(&opened).unwrap().data;
+    let ranges: Vec<(u64, u64)> = windows["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["first_seq"].as_u64().unwrap(),
+                w["last_seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ranges, vec![(1, 17), (18, 34), (35, 43)]);
+    // The checkpoint compaction is the last (empty) context event of the old window.
+    let read = history::read::read_in(&opened, &ReadOptions::new(17))
+        .unwrap()
+        .data;
+    assert_eq!(read["window_id"], "pcw:01a22b39:root");
+    assert_eq!(read["role"], "context");
+    assert_eq!(read["window"]["total_chars"], 0);
+    // Window-scoped list sees only that window.
+    let page = history::list_in(
+        &opened,
+        &ListOptions {
+            window_id: Some("pcw:01a22b39:97bfc6ba".into()),
+            roles: all_roles(),
+            limit: 100,
+            ..ListOptions::default()
+        },
+    )
+    .unwrap()
+    .data;
+    let seqs = event_seqs(&page);
+    assert!(seqs.iter().all(|s| (18..=34).contains(s)) && !seqs.is_empty());
+}
+
+// ---------------------------------------------------------------- paging invariants
+
+#[test]
+fn paging_walks_return_every_visible_event_exactly_once_on_every_fixture() {
+    for name in FIXTURES {
+        let path = fixture(name);
+        let opened = history::open(&path, None).unwrap();
+        let total: usize = opened.projection.events.len();
+        for limit in [1usize, 7, 20] {
+            let options = ListOptions {
+                roles: all_roles(),
+                limit,
+                max_chars_per_item: 200,
+                ..ListOptions::default()
+            };
+            let pages = older_walk(&path, &options);
+            let mut seen = Vec::new();
+            for page in &pages {
+                let seqs = event_seqs(page);
+                assert!(
+                    !seqs.is_empty() || pages.len() == 1,
+                    "{name}: empty non-final page"
+                );
+                assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{name}: ascending");
+                seen.extend(seqs);
+            }
+            let unique: BTreeSet<u64> = seen.iter().copied().collect();
+            assert_eq!(unique.len(), seen.len(), "{name}: duplicates");
+            assert_eq!(seen.len(), total, "{name} limit {limit}");
+            // And back: a range walk with newer_after from the oldest seq.
+            let oldest = *unique.iter().next().unwrap();
+            let newest = *unique.iter().last().unwrap();
+            let mut back = vec![oldest];
+            let mut range = ListOptions {
+                after: Some(oldest),
+                before: Some(newest + 1),
+                ..options.clone()
+            };
+            loop {
+                let page = history::list_in(&opened, &range).unwrap().data;
+                assert!(page["older_before"].is_null());
+                back.extend(event_seqs(&page));
+                match page["newer_after"].as_u64() {
+                    Some(after) => range.after = Some(after),
+                    None => break,
+                }
+            }
+            assert_eq!(back, unique.iter().copied().collect::<Vec<_>>(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn conversation_view_folds_partition_the_hidden_events() {
+    for name in FIXTURES {
+        let path = fixture(name);
+        let opened = history::open(&path, None).unwrap();
+        let pages = older_walk(&path, &ListOptions::default());
+        let mut folded = Vec::new();
+        let mut shown = 0;
+        for page in &pages {
+            for row in page["items"].as_array().unwrap() {
+                if row["folded"] == true {
+                    folded.push((
+                        row["first_seq"].as_u64().unwrap(),
+                        row["last_seq"].as_u64().unwrap(),
+                        row["count"].as_u64().unwrap(),
+                    ));
+                } else {
+                    shown += 1;
+                    assert!(matches!(row["role"].as_str(), Some("user" | "assistant")));
+                    assert!(row["total_chars"].as_u64().unwrap() > 0);
+                }
+            }
+        }
+        let foldable = opened
+            .projection
+            .events
+            .iter()
+            .filter(|e| matches!(e.role, EventRole::Tool | EventRole::Context))
+            .count() as u64;
+        assert_eq!(folded.iter().map(|f| f.2).sum::<u64>(), foldable, "{name}");
+        folded.sort();
+        assert!(
+            folded.windows(2).all(|w| w[0].1 < w[1].0),
+            "{name}: folds overlap"
+        );
+        let conversation = opened
+            .projection
+            .events
+            .iter()
+            .filter(|e| matches!(e.role, EventRole::User | EventRole::Assistant) && e.has_text)
+            .count();
+        assert_eq!(shown, conversation, "{name}");
+    }
+}
+
+// ---------------------------------------------------------------- search and read
+
+fn read_text(opened: &history::Opened, seq: u64, offset: i64, limit: usize) -> Value {
+    history::read::read_in(
+        opened,
+        &ReadOptions {
+            seq,
+            offset_chars: offset,
+            limit_chars: limit,
+        },
+    )
+    .unwrap()
+    .data
+}
+
+#[test]
+fn search_hits_land_on_the_match_when_read() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "basic.jsonl",
+            &[
+                "İstanbul",
+                "grüsse",
+                "GRÜßE",
+                "read",
+                "--- output",
+                "\\n",
+                "𝔘𝔫𝔦",
+            ],
+        ),
+        ("branched.jsonl", &["readme", "translation"]),
+        (
+            "reset-windows.jsonl",
+            &["plan.md", "context window", "wipe_memory"],
+        ),
+        ("large-real.jsonl", &["license", "compaction", "zebra"]),
+        ("pi-mono-large-session.jsonl", &["theme", "selector"]),
+    ];
+    for (name, queries) in cases {
+        let path = fixture(name);
+        let opened = history::open(&path, None).unwrap();
+        for query in *queries {
+            let options = ListOptions {
+                limit: 50,
+                max_chars_per_item: 40,
+                ..ListOptions::default()
+            };
+            let page = history::search(&path, None, &[query.to_string()], &options)
+                .unwrap()
+                .data;
+            let needle: String = query.chars().flat_map(char::to_lowercase).collect();
+            for row in page["items"].as_array().unwrap() {
+                let seq = row["seq"].as_u64().unwrap();
+                let offset = row["offset_chars"].as_u64().unwrap();
+                let window = read_text(&opened, seq, offset as i64, query.chars().count());
+                let got: String = window["window"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .chars()
+                    .flat_map(char::to_lowercase)
+                    .collect();
+                assert_eq!(got, needle, "{name} {query} seq {seq}");
+                assert!(
+                    row["content"]
+                        .as_str()
+                        .unwrap()
+                        .to_lowercase()
+                        .starts_with(&needle)
+                        || needle.contains('ß')
+                        || needle.contains("grüsse")
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn search_prefilter_never_loses_a_hit() {
+    // The raw-line prefilter is used for safe literals; a full scan (an unsafe variant of the
+    // same query, ORed with a literal that never occurs) must agree with it.
+    for name in FIXTURES {
+        let path = fixture(name);
+        for query in ["readme", "docs", "theme", "license", "plan", "bash"] {
+            let options = ListOptions {
+                limit: 10_000,
+                max_chars_per_item: 1,
+                ..ListOptions::default()
+            };
+            let fast = history::search(&path, None, &[query.into()], &options)
+                .unwrap()
+                .data;
+            let slow = history::search(
+                &path,
+                None,
+                &[query.into(), "\u{1}never \"there\"".into()],
+                &options,
+            )
+            .unwrap()
+            .data;
+            assert_eq!(event_seqs(&fast), event_seqs(&slow), "{name} {query}");
+        }
+    }
+}
+
+#[test]
+fn concatenated_read_windows_reproduce_the_document() {
+    for name in FIXTURES {
+        let opened = history::open(&fixture(name), None).unwrap();
+        // The longest documents of the fixture, plus a few short ones.
+        let mut events: Vec<(u64, u64)> = Vec::new();
+        for event in opened.projection.events.iter().step_by(7) {
+            let data = read_text(&opened, event.seq, 0, 1);
+            events.push((data["window"]["total_chars"].as_u64().unwrap(), event.seq));
+        }
+        events.sort();
+        for &(total, seq) in events.iter().rev().take(3).chain(events.iter().take(2)) {
+            let mut by_small = String::new();
+            let mut offset = 0i64;
+            loop {
+                let data = read_text(&opened, seq, offset, 997);
+                let window = &data["window"];
+                by_small.push_str(window["text"].as_str().unwrap());
+                assert_eq!(window["total_chars"], total);
+                match window["next_offset_chars"].as_i64() {
+                    Some(next) => {
+                        assert!(next > offset);
+                        offset = next;
+                    }
+                    None => break,
+                }
+            }
+            let mut by_large = String::new();
+            let mut offset = 0i64;
+            loop {
+                let data = read_text(&opened, seq, offset, 50_000);
+                by_large.push_str(data["window"]["text"].as_str().unwrap());
+                match data["window"]["next_offset_chars"].as_i64() {
+                    Some(next) => offset = next,
+                    None => break,
+                }
+            }
+            assert_eq!(by_small, by_large, "{name} seq {seq}");
+            assert_eq!(by_small.chars().count() as u64, total);
+            // A negative offset reads the tail.
+            let tail = read_text(&opened, seq, -5, 50);
+            let expected: String = by_small
+                .chars()
+                .skip((total as usize).saturating_sub(5))
+                .collect();
+            assert_eq!(tail["window"]["text"], expected.as_str());
+        }
+    }
+}
+
+#[test]
+fn pi_mono_v1_session_reads_as_one_linear_branch() {
+    let path = fixture("pi-mono-large-session.jsonl");
+    let opened = history::open(&path, None).unwrap();
+    assert_eq!(opened.session.header.version, 1);
+    assert_eq!(opened.session.skipped_lines, 0);
+    assert_eq!(
+        opened.projection.branch_seqs.len() as u64,
+        opened.projection.highest_seq
+    );
+    assert_eq!(opened.projection.windows[0].window_id, "pcw:d703a1a9:root");
+}
+
+// ---------------------------------------------------------------- streaming robustness
+
+#[test]
+fn torn_and_malformed_lines_are_skipped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(fixture("basic.jsonl")).unwrap();
+    text.push_str("this is not json\n");
+    text.push_str("{\"type\":\"message\",\"id\":\"torn\",\"parentId\":\"4064ba67\",\"message\":{\"role\":\"us");
+    let path = dir.path().join("torn.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let out = hist("history-windows", &path, &[], "");
+    assert_eq!(out.code, 0);
+    assert_eq!(out.json()["data"]["skipped_lines"], 2);
+    let out = hist("history-list", &path, &["--format", "text"], "");
+    assert!(
+        out.stdout
+            .trim_end()
+            .ends_with("[2 malformed session lines skipped]")
+    );
+}
+
+#[test]
+fn lines_over_ten_megabytes_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = "ab🙂".repeat(11 * 1024 * 1024 / 6);
+    let lines = [
+        json!({"type":"session","version":3,"id":"big-session","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}),
+        json!({"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":big}}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    assert!(text.len() > 10 * 1024 * 1024);
+    let path = dir.path().join("big.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let out = hist("history-read", &path, &[], r#"{"seq":1,"offset_chars":-3}"#);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["data"]["window"]["text"], "ab🙂");
+}
+
+// ---------------------------------------------------------------- snapshots
+
+/// A small session built for refusals the fixtures cannot show.
+fn crafted(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {
+    let path = dir.join(name);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn snapshot(name: &str, out: &Run, dir: &Path) {
+    let transcript = out
+        .transcript()
+        .replace(&dir.display().to_string(), "[TMP]")
+        .replace(&fixture("").display().to_string(), "[FIXTURES]/");
+    insta::assert_snapshot!(name, transcript);
+}
+
+fn both(command: &str, session: &Path, extra: &[&str], request: &str) -> Run {
+    let mut flags = vec!["--format", "both"];
+    flags.extend_from_slice(extra);
+    hist(command, session, &flags, request)
+}
+
+#[test]
+fn snapshots_history_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let reset = fixture("reset-windows.jsonl");
+    snapshot(
+        "windows_ok",
+        &both("history-windows", &reset, &[], "{}"),
+        dir.path(),
+    );
+    snapshot(
+        "windows_ok_text",
+        &hist("history-windows", &reset, &["--format", "text"], "{}"),
+        dir.path(),
+    );
+    let huge_id = "x".repeat(40_000);
+    let huge = crafted(
+        dir.path(),
+        "huge-id.jsonl",
+        &[json!({"type":"session","version":3,"id":huge_id})],
+    );
+    let out = both("history-windows", &huge, &[], "{}");
+    snapshot("windows_output_too_large", &out, dir.path());
+    snapshot(
+        "windows_invalid_request",
+        &both("history-windows", &reset, &[], r#"{"limit":1}"#),
+        dir.path(),
+    );
+    snapshot(
+        "windows_session_not_found",
+        &both(
+            "history-windows",
+            &dir.path().join("missing.jsonl"),
+            &[],
+            "{}",
+        ),
+        dir.path(),
+    );
+    let not_session = crafted(
+        dir.path(),
+        "not-session.jsonl",
+        &[json!({"type":"message"})],
+    );
+    snapshot(
+        "windows_not_a_session",
+        &both("history-windows", &not_session, &[], "{}"),
+        dir.path(),
+    );
+    snapshot(
+        "windows_unknown_leaf",
+        &both("history-windows", &reset, &["--leaf", "nope"], "{}"),
+        dir.path(),
+    );
+}
+
+#[test]
+fn snapshots_history_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let reset = fixture("reset-windows.jsonl");
+    snapshot(
+        "list_conversation_page",
+        &both(
+            "history-list",
+            &reset,
+            &[],
+            r#"{"limit":4,"max_chars_per_item":60}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "list_roles_range_text",
+        &hist(
+            "history-list",
+            &reset,
+            &["--format", "text"],
+            r#"{"roles":"tool","after":3,"before":30,"limit":"3","max_chars_per_item":50}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "list_unknown_window_id",
+        &both("history-list", &reset, &[], r#"{"window_id":"nope"}"#),
+        dir.path(),
+    );
+    let huge_window = "w".repeat(40_000);
+    let page_too_large = crafted(
+        dir.path(),
+        "huge-window.jsonl",
+        &[
+            json!({"type":"session","version":3,"id":"s1"}),
+            json!({"type":"custom","customType":"pi-context/reset-marker","data":{"windowId":huge_window},"id":"m1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}),
+            json!({"type":"message","id":"u1","parentId":"m1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello"}}),
+        ],
+    );
+    let out = both("history-list", &page_too_large, &[], "{}");
+    assert_eq!(out.json()["error"]["code"], "page_too_large");
+    snapshot("list_page_too_large", &out, dir.path());
+    for (name, request) in [
+        ("list_invalid_request_limit_zero", r#"{"limit":0}"#),
+        ("list_invalid_request_unknown_field", r#"{"cursor":"x"}"#),
+        ("list_invalid_request_role", r#"{"roles":["system"]}"#),
+        ("list_invalid_request_malformed", r#"{"limit":"#),
+    ] {
+        let out = both("history-list", &reset, &[], request);
+        assert_eq!(out.code, 2, "{name}");
+        snapshot(name, &out, dir.path());
+    }
+}
+
+#[test]
+fn snapshots_history_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let basic = fixture("basic.jsonl");
+    snapshot(
+        "search_hits",
+        &both(
+            "history-search",
+            &basic,
+            &[],
+            r#"{"query":["İSTANBUL","exit code"],"limit":3,"max_chars_per_item":40}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "search_hits_text",
+        &hist(
+            "history-search",
+            &basic,
+            &["--format", "text"],
+            r#"{"query":"echo","roles":["tool"],"max_chars_per_item":60}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "search_no_hits_text",
+        &hist(
+            "history-search",
+            &basic,
+            &["--format", "text"],
+            r#"{"query":"no such words anywhere"}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "search_unknown_window_id",
+        &both(
+            "history-search",
+            &basic,
+            &[],
+            r#"{"query":"","window_id":"nope"}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "search_invalid_query",
+        &both("history-search", &basic, &[], r#"{"query":["a",""]}"#),
+        dir.path(),
+    );
+    snapshot(
+        "search_invalid_request_missing_query",
+        &both("history-search", &basic, &[], r#"{}"#),
+        dir.path(),
+    );
+    snapshot(
+        "search_invalid_request_empty_array",
+        &both("history-search", &basic, &[], r#"{"query":[]}"#),
+        dir.path(),
+    );
+}
+
+#[test]
+fn snapshots_history_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let basic = fixture("basic.jsonl");
+    snapshot(
+        "read_tool_event",
+        &both(
+            "history-read",
+            &basic,
+            &[],
+            r#"{"seq":8,"limit_chars":120}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "read_tool_event_text_tail",
+        &hist(
+            "history-read",
+            &basic,
+            &["--format", "text"],
+            r#"{"seq":8,"offset_chars":-40}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "read_unknown_seq",
+        &both("history-read", &basic, &[], r#"{"seq":39}"#),
+        dir.path(),
+    );
+    snapshot(
+        "read_not_on_branch",
+        &both(
+            "history-read",
+            &fixture("branched.jsonl"),
+            &[],
+            r#"{"seq":12}"#,
+        ),
+        dir.path(),
+    );
+    let opened = history::open(&basic, None).unwrap();
+    let (&result, _) = opened.projection.paired_results.iter().min().unwrap();
+    snapshot(
+        "read_not_an_event",
+        &both(
+            "history-read",
+            &basic,
+            &[],
+            &format!(r#"{{"seq":{result}}}"#),
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "read_invalid_offset",
+        &both(
+            "history-read",
+            &basic,
+            &[],
+            r#"{"seq":1,"offset_chars":100000}"#,
+        ),
+        dir.path(),
+    );
+    let long_name = "t".repeat(40_000);
+    let nameless = crafted(
+        dir.path(),
+        "long-tool-name.jsonl",
+        &[
+            json!({"type":"session","version":3,"id":"s2"}),
+            json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":long_name,"arguments":{}}]}}),
+        ],
+    );
+    snapshot(
+        "read_output_too_large",
+        &both("history-read", &nameless, &[], r#"{"seq":2}"#),
+        dir.path(),
+    );
+    let listed = both("history-list", &nameless, &[], r#"{"roles":["tool"]}"#);
+    assert_eq!(listed.json()["data"]["items"][0]["tool_name_omitted"], true);
+    snapshot(
+        "read_invalid_request_limit",
+        &both(
+            "history-read",
+            &basic,
+            &[],
+            r#"{"seq":1,"limit_chars":50001}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "read_invalid_request_missing_seq",
+        &both("history-read", &basic, &[], r#"{"offset_chars":3}"#),
+        dir.path(),
+    );
+}
+
+#[test]
+fn nested_calls_and_truncated_bash_reach_rows_reads_and_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = crafted(
+        dir.path(),
+        "nested.jsonl",
+        &[
+            json!({"type":"session","version":3,"id":"0197a1b2-nested"}),
+            json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"codemode","arguments":{"code":"x","1":true}}]}}),
+            json!({"type":"message","id":"r1","parentId":"a1","timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"codemode","content":[{"type":"text","text":"done"}],"isError":false,"nestedCalls":{"calls":[{"id":"n1","name":"read","arguments":{"path":"a.md"},"status":"ok","durationMs":12},{"id":"n2","name":"grep","argumentsBytes":9000,"status":"error","error":"boom"},{"id":"n3","name":"big","arguments":{"blob":"z".repeat(9000)},"status":"unfinished"}],"complete":false}}}),
+            json!({"type":"message","id":"b1","parentId":"r1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"bashExecution","command":"make","output":"lots","exitCode":0,"cancelled":false,"truncated":true,"fullOutputPath":"/tmp/full.log"}}),
+        ],
+    );
+    snapshot(
+        "read_nested_calls",
+        &both(
+            "history-read",
+            &session,
+            &[],
+            r#"{"seq":2,"limit_chars":300}"#,
+        ),
+        dir.path(),
+    );
+    snapshot(
+        "list_tool_rows_nested_and_truncated",
+        &both(
+            "history-list",
+            &session,
+            &[],
+            r#"{"roles":["tool"],"max_chars_per_item":30}"#,
+        ),
+        dir.path(),
+    );
+    let hit = hist("history-search", &session, &[], r#"{"query":"[error]"}"#);
+    assert_eq!(hit.json()["data"]["items"][0]["seq"], 2);
+    let hit = hist("history-search", &session, &[], r#"{"query":"12ms"}"#);
+    assert_eq!(hit.json()["data"]["items"][0]["seq"], 2);
+}
