@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::{Issue, IssueKind};
+use crate::notes::{Address, Identity, Scope};
 
 /// Where addresses found in one note resolve.
 #[derive(Debug, Clone, Copy)]
@@ -70,9 +71,9 @@ pub fn check(body: &str, first_line: usize, is_map: bool, resolve: &Resolve<'_>)
                     scan.skipped += 1;
                     None
                 }
-                Ok(reference) => {
+                Ok(Reference::Concrete(address)) => {
                     scan.checked += 1;
-                    match target(&reference, resolve) {
+                    match target(&address, resolve) {
                         None => Some((
                             IssueKind::ProjectContextUnavailable,
                             "project context unavailable; use a resolvable reference",
@@ -109,74 +110,45 @@ fn is_candidate(span: &str, is_map: bool) -> bool {
 
 /// A decoded address, from a static point of view.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Reference<'a> {
+enum Reference {
     /// `@self/…` or `@model/…`: relative to whoever runs, so not checkable here.
     Relative,
-    Human(&'a str),
-    Agent(&'a str, &'a str),
-    Model(&'a str, &'a str),
-    Project(&'a str),
-    Bare(&'a str),
+    /// Any other form, decoded by the notes store's own grammar.
+    Concrete(Address),
 }
 
-/// The note address grammar (spec notes §4.1).
-fn reference(address: &str) -> Result<Reference<'_>, ()> {
-    let reference = match address.strip_prefix('@') {
-        None => Reference::Bare(address),
-        Some(rest) => {
-            let (head, tail) = rest.split_once('/').unwrap_or((rest, ""));
-            match head {
-                "project" => Reference::Project(tail),
-                "human" => Reference::Human(tail),
-                "self" | "model" => {
-                    safe_path(tail)?;
-                    Reference::Relative
-                }
-                "agents" | "models" => {
-                    let (slug, path) = tail.split_once('/').unwrap_or((tail, ""));
-                    if !super::is_slug(slug) {
-                        return Err(());
-                    }
-                    if head == "agents" {
-                        Reference::Agent(slug, path)
-                    } else {
-                        Reference::Model(slug, path)
-                    }
-                }
-                _ => return Err(()),
-            }
-        }
-    };
-    match &reference {
-        Reference::Human(p) | Reference::Project(p) | Reference::Bare(p) => safe_path(p)?,
-        Reference::Agent(_, p) | Reference::Model(_, p) => safe_path(p)?,
-        Reference::Relative => {}
+/// Decode with the notes address grammar (spec notes §4.1). The identity only fills in
+/// `@self/`/`@model/`, which are then set aside as [`Reference::Relative`].
+fn reference(address: &str) -> Result<Reference, ()> {
+    static NOBODY: LazyLock<Identity> = LazyLock::new(|| {
+        Identity::new("/", None, "doctor-00000000", "doctor", "doctor")
+            .expect("the placeholder identity is valid because its fields are constant slugs")
+    });
+    let decoded = Address::decode(address, &NOBODY).map_err(|_| ())?;
+    if address.starts_with("@self/") || address.starts_with("@model/") {
+        Ok(Reference::Relative)
+    } else {
+        Ok(Reference::Concrete(decoded))
     }
-    Ok(reference)
 }
 
-/// Non-empty, no `@`, NUL or backslash, no leading `/`, no empty, `.` or `..` segment.
-fn safe_path(path: &str) -> Result<(), ()> {
-    let bad = path.is_empty()
-        || path.contains(['@', '\0', '\\'])
-        || path.starts_with('/')
-        || path
-            .split('/')
-            .any(|s| s.is_empty() || s == "." || s == "..");
-    if bad { Err(()) } else { Ok(()) }
-}
-
-/// The file a concrete reference names, or `None` for `@project/` outside a project home.
-fn target(reference: &Reference<'_>, resolve: &Resolve<'_>) -> Option<PathBuf> {
-    let (base, path) = match *reference {
-        Reference::Human(p) => (resolve.home.join("human"), p),
-        Reference::Agent(slug, p) => (resolve.home.join("agents").join(slug), p),
-        Reference::Model(slug, p) => (resolve.home.join("models").join(slug), p),
-        Reference::Project(p) => (resolve.project?.to_path_buf(), p),
-        Reference::Bare(p) => (resolve.root.to_path_buf(), p),
-        Reference::Relative => unreachable!("relative references are skipped before resolution"),
+/// The file a concrete address names, or `None` for `@project/` outside a project home.
+/// Bare (session-form) addresses resolve at the root of the home being walked.
+fn target(address: &Address, resolve: &Resolve<'_>) -> Option<PathBuf> {
+    let who = address.home.who.as_deref().unwrap_or_default();
+    let base = match address.home.scope {
+        Scope::Session => resolve.root.to_path_buf(),
+        Scope::Project => resolve.project?.to_path_buf(),
+        Scope::Human => resolve.home.join("human"),
+        Scope::Agent => resolve.home.join("agents").join(who),
+        Scope::Model => resolve.home.join("models").join(who),
     };
-    Some(path.split('/').fold(base, |acc, segment| acc.join(segment)))
+    Some(
+        address
+            .file_vpath()
+            .split('/')
+            .fold(base, |acc, segment| acc.join(segment)),
+    )
 }
 
 #[cfg(test)]
@@ -185,22 +157,34 @@ mod tests {
 
     #[test]
     fn grammar() {
-        assert_eq!(reference("@human/a/b.md"), Ok(Reference::Human("a/b.md")));
+        let resolve = Resolve {
+            home: Path::new("/h"),
+            root: Path::new("/h/pi/session/s"),
+            project: Some(Path::new("/h/project/p-00000000")),
+        };
+        let resolved = |a: &str| match reference(a) {
+            Ok(Reference::Concrete(address)) => target(&address, &resolve),
+            other => panic!("{a}: {other:?}"),
+        };
+        assert_eq!(resolved("@human/a/b.md"), Some("/h/human/a/b.md".into()));
         assert_eq!(
-            reference("@agents/ann/x.md"),
-            Ok(Reference::Agent("ann", "x.md"))
+            resolved("@agents/ann/x.md"),
+            Some("/h/agents/ann/x.md".into())
         );
         assert_eq!(
-            reference("@models/m-1/x.md"),
-            Ok(Reference::Model("m-1", "x.md"))
+            resolved("@models/m-1/x.md"),
+            Some("/h/models/m-1/x.md".into())
+        );
+        assert_eq!(
+            resolved("@project/进度.md"),
+            Some("/h/project/p-00000000/进度.md".into())
+        );
+        assert_eq!(
+            resolved(".cache/x.md"),
+            Some("/h/pi/session/s/.cache/x.md".into())
         );
         assert_eq!(reference("@self/x.md"), Ok(Reference::Relative));
         assert_eq!(reference("@model/x.md"), Ok(Reference::Relative));
-        assert_eq!(
-            reference("@project/进度.md"),
-            Ok(Reference::Project("进度.md"))
-        );
-        assert_eq!(reference(".cache/x.md"), Ok(Reference::Bare(".cache/x.md")));
         for bad in [
             "@global/x.md",
             "@personal/x.md",

@@ -22,14 +22,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::notes::{MAX_NOTE_BYTES, is_slug};
+
 pub use render::{Bounded, bound, render_text};
 
-/// A note file larger than this is not read at all (the notes tools refuse bodies over
-/// [`MAX_BODY_BYTES`], so such a file is broken whatever it holds); reading it would only cost
-/// memory.
+/// A note file larger than this is not read at all (the notes store refuses notes over
+/// [`MAX_NOTE_BYTES`], so such a file is broken whatever it holds); reading it would only
+/// cost memory.
 const MAX_NOTE_FILE_BYTES: u64 = 16 * 1024 * 1024;
-/// The notes store's body limit (spec README "size limit").
-pub const MAX_BODY_BYTES: usize = 1_000_000;
 /// A lock file is a pid and a UUID; anything longer than this is malformed without reading on.
 const MAX_LOCK_BYTES: u64 = 256;
 
@@ -75,8 +75,8 @@ pub enum IssueKind {
     UnexpectedFile,
     /// A note that is not valid UTF-8.
     NotUtf8,
-    /// A note whose body exceeds the store's 1,000,000-byte limit.
-    BodyTooLarge,
+    /// A note file over the store's 1,000,000-byte limit (the store refuses to rewrite it).
+    NoteTooLarge,
     /// A note without a closed frontmatter block at byte 0.
     FrontmatterMissing,
     /// A metadata key that appears more than once.
@@ -114,7 +114,7 @@ impl IssueKind {
             IssueKind::Symlink => "symlink",
             IssueKind::UnexpectedFile => "unexpected_file",
             IssueKind::NotUtf8 => "not_utf8",
-            IssueKind::BodyTooLarge => "body_too_large",
+            IssueKind::NoteTooLarge => "note_too_large",
             IssueKind::FrontmatterMissing => "frontmatter_missing",
             IssueKind::DuplicateKey => "duplicate_key",
             IssueKind::InvalidOrigin => "invalid_origin",
@@ -588,10 +588,10 @@ impl Walk {
                 self.counts.notes += 1;
                 self.issue(
                     rel,
-                    IssueKind::BodyTooLarge,
+                    IssueKind::NoteTooLarge,
                     format!(
-                        "note file exceeds {MAX_NOTE_FILE_BYTES} bytes; the notes tools refuse \
-                         bodies over {MAX_BODY_BYTES} bytes: split it"
+                        "note file exceeds {MAX_NOTE_FILE_BYTES} bytes (not read); the notes \
+                         store refuses notes over {MAX_NOTE_BYTES} bytes: split it"
                     ),
                 );
                 return;
@@ -626,14 +626,14 @@ impl Walk {
             issue.path = rel.to_string();
             self.push(issue);
         }
-        if block.body.len() > MAX_BODY_BYTES {
+        if bytes.len() > MAX_NOTE_BYTES {
             self.issue(
                 rel,
-                IssueKind::BodyTooLarge,
+                IssueKind::NoteTooLarge,
                 format!(
-                    "body is {} bytes; the notes tools refuse bodies over {MAX_BODY_BYTES} \
+                    "note is {} bytes; the notes store refuses notes over {MAX_NOTE_BYTES} \
                      bytes: split it",
-                    block.body.len()
+                    bytes.len()
                 ),
             );
         }
@@ -693,14 +693,6 @@ pub fn lock_content_is_valid(content: &[u8]) -> bool {
             .zip([8, 4, 4, 4, 12])
             .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
     pid_ok && uuid_ok
-}
-
-/// `^[a-z0-9]+(?:-[a-z0-9]+)*$`.
-pub fn is_slug(name: &str) -> bool {
-    !name.is_empty()
-        && name.split('-').all(|run| {
-            !run.is_empty() && run.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9'))
-        })
 }
 
 /// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (spec dream-doctor §12.2).
@@ -765,12 +757,7 @@ mod tests {
     }
 
     #[test]
-    fn slug_and_project_key_shapes() {
-        assert!(is_slug("claude-3"));
-        assert!(!is_slug("Claude"));
-        assert!(!is_slug("a--b"));
-        assert!(!is_slug("-a"));
-        assert!(!is_slug(""));
+    fn project_key_shape() {
         assert!(is_project_key("my-project-a1b2c3d4"));
         assert!(is_project_key("x-00000000"));
         assert!(!is_project_key("-00000000"));
