@@ -242,6 +242,9 @@ struct Slot {
 struct HomeRoot {
     abs: PathBuf,
     project: Option<PathBuf>,
+    /// A session home: each note's own `project` key, when well-formed, gives its project
+    /// context (the store records the project of the session's working directory there).
+    session: bool,
 }
 
 struct Walk {
@@ -382,6 +385,7 @@ impl Walk {
                         let root = HomeRoot {
                             abs: abs.clone(),
                             project: None,
+                            session: false,
                         };
                         self.walk_dir(&abs, &rel, &root);
                     }
@@ -472,6 +476,7 @@ impl Walk {
                 let root = HomeRoot {
                     abs: abs.clone(),
                     project: None,
+                    session: false,
                 };
                 self.walk_dir(&abs, &child_rel, &root);
             }
@@ -499,6 +504,7 @@ impl Walk {
                 let root = HomeRoot {
                     abs: abs.clone(),
                     project: Some(abs.clone()),
+                    session: false,
                 };
                 self.walk_dir(&abs, &child_rel, &root);
             }
@@ -537,6 +543,7 @@ impl Walk {
                     let root = HomeRoot {
                         abs: abs.clone(),
                         project: None,
+                        session: true,
                     };
                     self.walk_dir(&abs, &session_rel, &root);
                 }
@@ -637,6 +644,17 @@ impl Walk {
                 ),
             );
         }
+        let own_project = if root.session {
+            block
+                .fields
+                .iter()
+                .rev()
+                .find(|f| f.key == "project")
+                .filter(|f| is_project_key(f.value) && !f.value.contains(['/', '\\', '\0']))
+                .map(|f| self.home.join("project").join(f.value))
+        } else {
+            None
+        };
         let scan = addresses::check(
             block.body,
             block.body_line,
@@ -644,7 +662,7 @@ impl Walk {
             &addresses::Resolve {
                 home: &self.home,
                 root: &root.abs,
-                project: root.project.as_deref(),
+                project: own_project.as_deref().or(root.project.as_deref()),
             },
         );
         self.counts.addresses_checked += scan.checked;
@@ -737,6 +755,7 @@ mod tests {
         let root = HomeRoot {
             abs: dir.path().join("human"),
             project: None,
+            session: false,
         };
         walk.walk_dir(&gone, "human/gone", &root);
         walk.note(&gone.join("x.md"), "human/gone/x.md", "x.md", &root);

@@ -572,12 +572,38 @@ fn project_context_unavailable_outside_project_homes() {
     assert_defect(
         |home| {
             put(home, "human/p.md", note("`@project/design.md`\n"));
+            // A session note without a well-formed `project` key has no project context.
             put(home, "pi/session/s2/p.md", note("`@project/design.md`\n"));
+            put(
+                home,
+                "pi/session/s2/q.md",
+                note_with("project: ../../human\n", "`@project/design.md`\n"),
+            );
         },
         &[
             ("human/p.md", "project_context_unavailable"),
             ("pi/session/s2/p.md", "project_context_unavailable"),
+            ("pi/session/s2/q.md", "project_context_unavailable"),
         ],
+    );
+}
+
+#[test]
+fn session_notes_resolve_project_addresses_through_their_project_key() {
+    assert_defect(
+        |home| {
+            put(
+                home,
+                "pi/session/s2/a.md",
+                note_with("project: demo-1a2b3c4d\n", "`@project/design.md`\n"),
+            );
+            put(
+                home,
+                "pi/session/s2/b.md",
+                note_with("project: other-00000000\n", "`@project/design.md`\n"),
+            );
+        },
+        &[("pi/session/s2/b.md", "target_missing")],
     );
 }
 
@@ -770,4 +796,46 @@ fn doctor_output_is_deterministic() {
     assert_eq!(first.stdout, second.stdout);
     let value: Value = first.json();
     assert_eq!(value["data"]["clean"], json!(false));
+}
+
+// ---- agreement with the notes store ---------------------------------------------------------
+
+/// What the notes commands write, in every home (crumpled and read notes too), is clean.
+#[test]
+fn notes_written_by_the_store_are_clean() {
+    let (dir, home) = store(|_| {});
+    let notes = |verb: &str, request: Value| {
+        let mut cmd = pi_context(dir.path());
+        cmd.arg(verb)
+            .arg("--notes-home")
+            .arg(&home)
+            .args(["--session-id", "s1", "--project-key", "demo-1a2b3c4d"])
+            .args(["--agent", "ann", "--model", "prov/M-1"]);
+        let out = run(cmd, &request.to_string());
+        assert_eq!(out.code, 0, "{verb}: {}", out.stdout);
+    };
+    for (address, content) in [
+        ("todo", "session note, see `@project/plan.md`"),
+        ("@project/plan", "plan, see `@human/style.md` and `todo.md`"),
+        ("@project/MAP", "- `plan.md`: the plan"),
+        ("@human/style", "short"),
+        ("@self/lesson", "see `@self/lesson.md`"),
+        ("@model/quirk", "see `@models/m-1/quirk.md`"),
+    ] {
+        notes(
+            "notes-write",
+            json!({"address": address, "content": content}),
+        );
+    }
+    notes("notes-read", json!({"address": "@human/style"}));
+    notes(
+        "notes-update",
+        json!({"address": "@model/quirk", "crumpled": true}),
+    );
+    let out = doctor(&home, "");
+    assert_eq!(issues(&out), vec![], "{}", out.stdout);
+    let counts = &out.json()["data"]["counts"];
+    assert_eq!(counts["notes"], json!(6));
+    assert_eq!(counts["addresses_checked"], json!(4));
+    assert_eq!(counts["addresses_skipped"], json!(1));
 }
