@@ -11,11 +11,18 @@ use crate::cli::common::{Exit, emit, read_request, resolve_notes_home};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
-/// Check a notes home without changing it: root layout, frontmatter of every note, note
-/// addresses in bodies and MAP.md entries that point nowhere, and the dream lock. Exit 0 when
-/// clean, 1 when issues were found (the envelope is still ok:true), 2 on usage errors.
-/// Request on stdin (may be empty): {"all_issues": bool}.
+/// Flags of `doctor`; the request on stdin is [`Request`].
 #[derive(Debug, clap::Args)]
+#[command(after_long_help = "\
+Checks the root layout, the frontmatter of every note, backtick-quoted note addresses in bodies \
+and MAP.md entries that point nowhere, and the dream lock. Never creates, repairs or commits \
+anything, and never creates a missing home.
+
+Request on stdin (may be empty): {\"all_issues\": bool} lists every issue past the 32 KiB \
+output budget.
+
+Exit status: 0 clean; 1 issues found (the envelope is still ok:true); 2 usage error or \
+malformed request.")]
 pub struct Args {
     /// The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes).
     /// It is never created.
