@@ -613,6 +613,17 @@ impl Walk {
         if is_map {
             self.counts.maps += 1;
         }
+        if bytes.len() > MAX_NOTE_BYTES {
+            self.issue(
+                rel,
+                IssueKind::NoteTooLarge,
+                format!(
+                    "note is {} bytes; the notes store refuses notes over {MAX_NOTE_BYTES} \
+                     bytes: split it",
+                    bytes.len()
+                ),
+            );
+        }
         let Ok(text) = std::str::from_utf8(&bytes) else {
             self.issue(
                 rel,
@@ -632,17 +643,6 @@ impl Walk {
         for mut issue in frontmatter::check(&block) {
             issue.path = rel.to_string();
             self.push(issue);
-        }
-        if bytes.len() > MAX_NOTE_BYTES {
-            self.issue(
-                rel,
-                IssueKind::NoteTooLarge,
-                format!(
-                    "note is {} bytes; the notes store refuses notes over {MAX_NOTE_BYTES} \
-                     bytes: split it",
-                    bytes.len()
-                ),
-            );
         }
         let own_project = if root.session {
             block

@@ -417,6 +417,14 @@ fn note_too_large() {
         &[("human/big.md", "note_too_large")],
     );
     assert_defect(|home| put(home, "human/big.md", note(&body[1..])), &[]);
+    // Size is checked whatever else is wrong with the file.
+    assert_defect(
+        |home| put(home, "human/big.md", "x".repeat(1_000_001)),
+        &[
+            ("human/big.md", "note_too_large"),
+            ("human/big.md", "frontmatter_missing"),
+        ],
+    );
 }
 
 // ---- frontmatter ----------------------------------------------------------------------------
