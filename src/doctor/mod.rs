@@ -201,6 +201,20 @@ impl Report {
 
 /// Check the notes home at `home` (an absolute path). Never fails: every problem, I/O errors
 /// included, is an issue in the report.
+///
+/// ```
+/// use pi_context::doctor::{IssueKind, bound, check};
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir_all(dir.path().join("human"))?;
+/// std::fs::write(dir.path().join("human/MAP.md"), "---\norigin: self\n---\n\n- `gone.md`\n")?;
+/// let report = check(dir.path());
+/// let kinds: Vec<IssueKind> = report.issues.iter().map(|i| i.kind).collect();
+/// assert_eq!(kinds[0], IssueKind::InvalidAccessCount);
+/// assert_eq!(kinds.last(), Some(&IssueKind::TargetMissing));
+/// let (data, text) = bound(&report, true);
+/// assert!(!data.clean && text.starts_with("human/MAP.md: missing/invalid accessCount"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub fn check(home: &Path) -> Report {
     let mut walk = Walk::new(home);
     walk.root();
