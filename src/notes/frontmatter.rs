@@ -114,23 +114,47 @@ pub fn parse_fields_only(raw: &str) -> Option<Map<String, Value>> {
     Some(parse_fields(&raw[keys_start..fence]))
 }
 
+/// The bytes of a file up to and including its closing fence line, found by a byte scan
+/// (no UTF-8 validation of the body): `None` when no block is found this way.
+pub fn block_prefix(raw: &[u8]) -> Option<&[u8]> {
+    let start = if raw.starts_with("\u{feff}".as_bytes()) {
+        3
+    } else {
+        0
+    };
+    let mut lines = raw[start..].split_inclusive(|b| *b == b'\n');
+    let first = lines.next()?;
+    if first.trim_ascii() != b"---" || !first.ends_with(b"\n") {
+        return None;
+    }
+    let mut end = start + first.len();
+    for line in lines {
+        end += line.len();
+        if line.trim_ascii() == b"---" {
+            return Some(&raw[..end]);
+        }
+    }
+    None
+}
+
+/// The fields of a file's block, parsed from its prefix only (cheap for large bodies).
+pub fn fields_of_bytes(raw: &[u8]) -> Map<String, Value> {
+    let prefix = block_prefix(raw).unwrap_or(raw);
+    let text = String::from_utf8_lossy(prefix);
+    parse_fields_only(&text).unwrap_or_default()
+}
+
 /// Whether the block of `raw` has a line starting with `key:` (a byte scan, no parsing).
 pub fn block_has_key(raw: &[u8], key: &str) -> bool {
-    let Ok(text) = std::str::from_utf8(&raw[..raw.len().min(64 * 1024)]) else {
-        // Invalid UTF-8 (or a cut inside a char): fall back to the exact parse.
+    let Some(prefix) = block_prefix(raw) else {
+        // No ASCII-trimmed fence: let the exact parse decide (rare).
         return parse_fields_only(&String::from_utf8_lossy(raw))
             .is_some_and(|f| f.contains_key(key));
     };
-    let Some((keys_start, fence, _)) = locate(text) else {
-        if raw.len() > 64 * 1024 {
-            return parse_fields_only(&String::from_utf8_lossy(raw))
-                .is_some_and(|f| f.contains_key(key));
-        }
-        return false;
-    };
-    text[keys_start..fence].split('\n').any(|line| {
-        line.strip_prefix(key)
-            .is_some_and(|rest| rest.starts_with(':'))
+    // Skip the opening fence line; the closing one cannot start with `key:`.
+    prefix.split(|b| *b == b'\n').skip(1).any(|line| {
+        line.strip_prefix(key.as_bytes())
+            .is_some_and(|rest| rest.starts_with(b":"))
     })
 }
 

@@ -713,8 +713,7 @@ enum Examined {
 }
 
 fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -> Examined {
-    buf.clear();
-    match fs::File::open(&candidate.path).and_then(|mut f| f.read_to_end(buf)) {
+    match read_into(&candidate.path, buf) {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Examined::Skip,
         Err(_) => return Examined::Failed,
@@ -727,10 +726,9 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
             Examined::Skip
         };
     }
-    let text = String::from_utf8_lossy(buf);
     match scan {
         Scan::List => {
-            let fields = frontmatter::parse_fields_only(&text).unwrap_or_default();
+            let fields = frontmatter::fields_of_bytes(buf);
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, epoch())), None)
         }
         Scan::Search(matcher, max) => {
@@ -741,6 +739,7 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
             if !bytes_re.is_match(buf) {
                 return Examined::Skip;
             }
+            let text = String::from_utf8_lossy(buf);
             let parsed = frontmatter::parse(&text);
             let (matches, total) = body_matches(text_re, &parsed.body, *max);
             if total == 0 {
@@ -750,6 +749,28 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
     }
+}
+
+/// Read a whole file into `buf` with plain `read` calls: `read_to_end` on a `File` first asks
+/// for its size and position (two extra syscalls per note, a measurable share of a 10,000-note
+/// listing).
+fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = fs::File::open(path)?;
+    buf.clear();
+    let mut len = 0;
+    loop {
+        if buf.len() - len < 4096 {
+            buf.resize(len + 16 * 1024, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(())
 }
 
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
