@@ -15,6 +15,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
+use crate::budget::settings;
+use crate::cli::budget_check::resolve_agent_dir;
 use crate::cli::common::{Exit, emit, resolve_notes_home};
 use crate::cli::{Ctx, Io};
 use crate::dream::{self, audit, gates, journal, lock, playbook, report};
@@ -150,19 +152,6 @@ struct Dreamer {
     warnings: Vec<String>,
 }
 
-fn agent_dir(args: &Args, ctx: &Ctx) -> PathBuf {
-    match (&args.agent_dir, ctx.var_non_empty("PI_CODING_AGENT_DIR")) {
-        (Some(dir), _) => crate::cli::common::absolute_from(&ctx.cwd, dir),
-        (None, Some(dir)) => crate::cli::common::absolute_from(&ctx.cwd, Path::new(dir)),
-        (None, None) => ctx
-            .var_non_empty("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"))
-            .join(".pi")
-            .join("agent"),
-    }
-}
-
 /// `--dreamer` (non-empty) > `pi-context.dreamer` in Pi settings (global, then the invocation
 /// directory's project settings winning per key) > Pi's automatic model.
 fn resolve_dreamer(args: &Args, ctx: &Ctx, agent_dir: &Path) -> Dreamer {
@@ -173,17 +162,7 @@ fn resolve_dreamer(args: &Args, ctx: &Ctx, agent_dir: &Path) -> Dreamer {
             warnings: Vec::new(),
         };
     }
-    let (value, mut warnings) = dreamer_setting(agent_dir, &ctx.cwd);
-    let model = match value {
-        None => None,
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Some(_) => {
-            warnings.push(
-                "pi-context: pi-context.dreamer must be a non-empty string; ignoring it.".into(),
-            );
-            None
-        }
-    };
+    let (model, warnings) = dreamer_setting(agent_dir, &ctx.cwd);
     Dreamer {
         source: if model.is_some() {
             "settings"
@@ -195,42 +174,28 @@ fn resolve_dreamer(args: &Args, ctx: &Ctx, agent_dir: &Path) -> Dreamer {
     }
 }
 
-// TEMPORARY until `budget::settings` lands (branch `bootbudget`): the merged
-// `pi-context.dreamer` value from `<agent_dir>/settings.json` then `<cwd>/.pi/settings.json`.
-fn dreamer_setting(agent_dir: &Path, cwd: &Path) -> (Option<Value>, Vec<String>) {
-    let mut value = None;
+/// The `pi-context.dreamer` setting from `<agent_dir>/settings.json` and the invocation
+/// directory's `.pi/settings.json` (project wins), with only the warnings that concern it: an
+/// unreadable settings file, or an invalid value (ignored with one warning). Other keys are
+/// `budget-check`'s business and never warn here.
+fn dreamer_setting(agent_dir: &Path, cwd: &Path) -> (Option<String>, Vec<String>) {
     let mut warnings = Vec::new();
-    for file in [
-        agent_dir.join("settings.json"),
-        cwd.join(".pi").join("settings.json"),
-    ] {
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                warnings.push(format!(
-                    "pi-context: could not read settings; using the automatic dreamer model ({}: {e}).",
-                    file.display()
-                ));
-                return (None, warnings);
-            }
-        };
-        match serde_json::from_str::<Value>(&text) {
-            Ok(parsed) => {
-                if let Some(v) = parsed.get("pi-context").and_then(|o| o.get("dreamer")) {
-                    value = Some(v.clone());
-                }
-            }
-            Err(e) => {
-                warnings.push(format!(
-                    "pi-context: could not read settings; using the automatic dreamer model ({}: {e}).",
-                    file.display()
-                ));
-                return (None, warnings);
-            }
+    let mut only_dreamer = |path: &Path| match settings::read_settings_file(path) {
+        Ok(value) => value
+            .as_ref()
+            .and_then(|v| v.get("pi-context"))
+            .and_then(|o| o.get("dreamer"))
+            .map(|d| json!({"pi-context": {"dreamer": d}})),
+        Err(warning) => {
+            warnings.push(warning);
+            None
         }
-    }
-    (value, warnings)
+    };
+    let global = only_dreamer(&agent_dir.join("settings.json"));
+    let project = only_dreamer(&cwd.join(".pi").join("settings.json"));
+    let (resolved, more) = settings::Settings::resolve(global.as_ref(), project.as_ref());
+    warnings.extend(more);
+    (resolved.dreamer, warnings)
 }
 
 /// How the dreamer process ended.
@@ -343,7 +308,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     let mut progress = Progress { io };
     progress.line(&format!("{}; lock taken", gate_lines.join("; ")));
 
-    let agent_dir = agent_dir(&args, ctx);
+    let agent_dir = resolve_agent_dir(args.agent_dir.as_deref(), ctx);
     let dreamer = resolve_dreamer(&args, ctx, &agent_dir);
     for warning in &dreamer.warnings {
         let _ = writeln!(progress.io.stderr, "{warning}");
@@ -593,7 +558,7 @@ fn run_dreamer(
             .ok()
             .zip(std::fs::canonicalize(home).ok())
             .is_some_and(|(cwd, home)| cwd.starts_with(home));
-    let project_key = project_key_of(&ctx.cwd);
+    let project_key = (!store_wide).then(|| crate::notes::project_key(&ctx.cwd));
     let now_text = ctx
         .now
         .to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
@@ -795,11 +760,6 @@ impl Captured {
 fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
-// TEMPORARY until `notes` lands `project_key` (branch `notes`).
-fn project_key_of(_cwd: &Path) -> Option<String> {
-    None
 }
 
 #[cfg(test)]

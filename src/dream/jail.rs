@@ -403,16 +403,8 @@ pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
     })
 }
 
-// TEMPORARY until `notes` lands its frontmatter parser (branch `notes`): the leading
-// `---` block holds a `crumpledAt:` line. Replaced by `crate::notes` on merge.
 fn is_crumpled(text: &str) -> bool {
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return false;
-    }
-    lines
-        .take_while(|l| l.trim_end() != "---")
-        .any(|l| l.starts_with("crumpledAt:"))
+    crate::notes::is_crumpled(text)
 }
 
 #[cfg(test)]

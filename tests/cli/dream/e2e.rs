@@ -1,0 +1,1 @@
+//! Filled in with the real-Pi end-to-end test.
