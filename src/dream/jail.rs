@@ -51,7 +51,7 @@ impl JailError {
         JailError::new("io_error", format!("{what} {path}: {e}"))
     }
 
-    /// The stable refusal code: `invalid_path`, `outside_home`, `protected_path`, `hard_link`,
+    /// The stable refusal code: `invalid_request` (empty edits), `invalid_path`, `outside_home`, `protected_path`, `hard_link`,
     /// `not_a_file`, `not_found`, `not_crumpled`, `edit_not_found`, `edit_ambiguous`,
     /// `edit_overlap`, `home_unresolvable`, `io_error`.
     pub fn code(&self) -> &'static str {
@@ -295,7 +295,7 @@ pub fn write(home: &Path, path: &str, content: &str) -> Result<Receipt, JailErro
 /// file and the matches must not overlap; all edits apply together or none does.
 pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailError> {
     if edits.is_empty() {
-        return Err(JailError::new("invalid_path", "edits must not be empty"));
+        return Err(JailError::new("invalid_request", "edits must not be empty"));
     }
     let jailed = resolve(home, path, false)?;
     let _guard =
