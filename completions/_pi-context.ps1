@@ -163,6 +163,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;doctor' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -209,12 +209,16 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__doctor)
-            opts="-h -V --format --help --version"
+            opts="-h -V --notes-home --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0

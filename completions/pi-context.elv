@@ -145,6 +145,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;doctor'= {
+            cand --notes-home 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

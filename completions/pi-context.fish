@@ -121,6 +121,7 @@ text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l notes-home -d 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"

@@ -1,0 +1,230 @@
+//! The doctor's reference check (spec dream-doctor §12.4): find the backtick-quoted concrete
+//! note addresses in a note's body (bare names too, in `MAP.md`), and report those that do not
+//! parse or whose note does not exist. It owns which spans count as addresses and where each
+//! resolves from a static point of view (`@self/` and `@model/` are skipped: who is running is
+//! unknown). It only checks existence; it never reads or touches the target.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Issue, IssueKind};
+
+/// Where addresses found in one note resolve.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolve<'a> {
+    /// The notes home.
+    pub home: &'a Path,
+    /// The root of the home being walked (`human/`, `agents/<s>/`, `project/<key>/` or
+    /// `pi/session/<id>/`): where bare addresses resolve, whatever subdirectory the note is in.
+    pub root: &'a Path,
+    /// The project home, when the note is in one: where `@project/` resolves.
+    pub project: Option<&'a Path>,
+}
+
+/// What one body yielded.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// Distinct concrete addresses resolved against the tree.
+    pub checked: usize,
+    /// Distinct `@self/` / `@model/` addresses (not statically resolvable).
+    pub skipped: usize,
+    /// Issues with empty paths, in order of first appearance.
+    pub issues: Vec<Issue>,
+}
+
+const FORMS_HINT: &str = "invalid address; use a bare path for the session home, or \
+                          @project/, @human/, @self/, @agents/<name>/, @model/ or \
+                          @models/<name>/ followed by a path";
+
+/// Scan `body` (whose first line is line `first_line` of the file). Each distinct address is
+/// checked once per note, at its first occurrence.
+pub fn check(body: &str, first_line: usize, is_map: bool, resolve: &Resolve<'_>) -> Scan {
+    static SPAN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"`([^`\n]+)`")
+            .expect("the span pattern is a valid regex because it is a constant")
+    });
+    let mut scan = Scan::default();
+    if memchr::memchr(b'`', body.as_bytes()).is_none() {
+        return scan;
+    }
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (index, line) in body.split('\n').enumerate() {
+        if memchr::memchr(b'`', line.as_bytes()).is_none() {
+            continue;
+        }
+        for caps in SPAN.captures_iter(line) {
+            let span = caps.get(1).expect("group 1 always participates").as_str();
+            if !is_candidate(span, is_map) || !seen.insert(span) {
+                continue;
+            }
+            let line_no = first_line + index;
+            let problem = match reference(span) {
+                Err(()) => Some((IssueKind::InvalidAddress, FORMS_HINT)),
+                Ok(Reference::Relative) => {
+                    scan.skipped += 1;
+                    None
+                }
+                Ok(reference) => {
+                    scan.checked += 1;
+                    match target(&reference, resolve) {
+                        None => Some((
+                            IssueKind::ProjectContextUnavailable,
+                            "project context unavailable; use a resolvable reference",
+                        )),
+                        Some(path) if std::fs::metadata(&path).is_err() => Some((
+                            IssueKind::TargetMissing,
+                            "target missing; update or remove the reference",
+                        )),
+                        Some(_) => None,
+                    }
+                }
+            };
+            if let Some((kind, message)) = problem {
+                let mut issue = Issue::new("", kind, format!("{span}: {message}"));
+                issue.address = Some(span.to_string());
+                issue.line = Some(line_no);
+                scan.issues.push(issue);
+            }
+        }
+    }
+    scan
+}
+
+/// A span is a concrete note address when it ends in `.md`, holds no `<`, `>`, `*`, `?` or
+/// whitespace (examples and globs), and starts with `@` — or, in a map, is a bare name.
+fn is_candidate(span: &str, is_map: bool) -> bool {
+    span.ends_with(".md")
+        && !span
+            .chars()
+            .any(|c| matches!(c, '<' | '>' | '*' | '?') || c.is_whitespace())
+        && (is_map || span.starts_with('@'))
+}
+
+/// A decoded address, from a static point of view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reference<'a> {
+    /// `@self/…` or `@model/…`: relative to whoever runs, so not checkable here.
+    Relative,
+    Human(&'a str),
+    Agent(&'a str, &'a str),
+    Model(&'a str, &'a str),
+    Project(&'a str),
+    Bare(&'a str),
+}
+
+/// The note address grammar (spec notes §4.1).
+fn reference(address: &str) -> Result<Reference<'_>, ()> {
+    let reference = match address.strip_prefix('@') {
+        None => Reference::Bare(address),
+        Some(rest) => {
+            let (head, tail) = rest.split_once('/').unwrap_or((rest, ""));
+            match head {
+                "project" => Reference::Project(tail),
+                "human" => Reference::Human(tail),
+                "self" | "model" => {
+                    safe_path(tail)?;
+                    Reference::Relative
+                }
+                "agents" | "models" => {
+                    let (slug, path) = tail.split_once('/').unwrap_or((tail, ""));
+                    if !super::is_slug(slug) {
+                        return Err(());
+                    }
+                    if head == "agents" {
+                        Reference::Agent(slug, path)
+                    } else {
+                        Reference::Model(slug, path)
+                    }
+                }
+                _ => return Err(()),
+            }
+        }
+    };
+    match &reference {
+        Reference::Human(p) | Reference::Project(p) | Reference::Bare(p) => safe_path(p)?,
+        Reference::Agent(_, p) | Reference::Model(_, p) => safe_path(p)?,
+        Reference::Relative => {}
+    }
+    Ok(reference)
+}
+
+/// Non-empty, no `@`, NUL or backslash, no leading `/`, no empty, `.` or `..` segment.
+fn safe_path(path: &str) -> Result<(), ()> {
+    let bad = path.is_empty()
+        || path.contains(['@', '\0', '\\'])
+        || path.starts_with('/')
+        || path
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..");
+    if bad { Err(()) } else { Ok(()) }
+}
+
+/// The file a concrete reference names, or `None` for `@project/` outside a project home.
+fn target(reference: &Reference<'_>, resolve: &Resolve<'_>) -> Option<PathBuf> {
+    let (base, path) = match *reference {
+        Reference::Human(p) => (resolve.home.join("human"), p),
+        Reference::Agent(slug, p) => (resolve.home.join("agents").join(slug), p),
+        Reference::Model(slug, p) => (resolve.home.join("models").join(slug), p),
+        Reference::Project(p) => (resolve.project?.to_path_buf(), p),
+        Reference::Bare(p) => (resolve.root.to_path_buf(), p),
+        Reference::Relative => unreachable!("relative references are skipped before resolution"),
+    };
+    Some(path.split('/').fold(base, |acc, segment| acc.join(segment)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grammar() {
+        assert_eq!(reference("@human/a/b.md"), Ok(Reference::Human("a/b.md")));
+        assert_eq!(
+            reference("@agents/ann/x.md"),
+            Ok(Reference::Agent("ann", "x.md"))
+        );
+        assert_eq!(
+            reference("@models/m-1/x.md"),
+            Ok(Reference::Model("m-1", "x.md"))
+        );
+        assert_eq!(reference("@self/x.md"), Ok(Reference::Relative));
+        assert_eq!(reference("@model/x.md"), Ok(Reference::Relative));
+        assert_eq!(
+            reference("@project/进度.md"),
+            Ok(Reference::Project("进度.md"))
+        );
+        assert_eq!(reference(".cache/x.md"), Ok(Reference::Bare(".cache/x.md")));
+        for bad in [
+            "@global/x.md",
+            "@personal/x.md",
+            "@Project/x.md",
+            "@agents/Bad/x.md",
+            "@agents/x.md",
+            "@human/",
+            "@self/../x.md",
+            "a//b.md",
+            "./a.md",
+            "../a.md",
+            "/abs.md",
+            "a\\b.md",
+            "a@b.md",
+            "@human/a@b.md",
+        ] {
+            assert_eq!(reference(bad), Err(()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn candidates() {
+        assert!(is_candidate("@human/a.md", false));
+        assert!(!is_candidate("a.md", false));
+        assert!(is_candidate("a.md", true));
+        assert!(!is_candidate("@human/<name>.md", true));
+        assert!(!is_candidate("@human/*.md", true));
+        assert!(!is_candidate("@human/a b.md", true));
+        assert!(!is_candidate("@human/a.txt", true));
+    }
+}
