@@ -8,7 +8,7 @@
 // PI_CONTEXT_DREAM_JOURNAL in the environment.
 import { spawn } from "node:child_process";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
-import { Type } from "@earendil-works/pi-ai";
+import { Type } from "typebox";
 
 type Envelope = { ok: boolean; data?: unknown; error?: { code: string; message: string }; text?: string };
 

@@ -3,6 +3,7 @@
 //! calls like the dreamer extension would); `e2e` drives the real Pi 1.6.0 with a scripted
 //! faux model.
 
+mod cron;
 mod e2e;
 mod fs;
 mod run;
