@@ -233,6 +233,28 @@ mod tests {
     }
 
     #[test]
+    fn eight_simultaneous_acquirers_make_exactly_one_holder() {
+        let home = tempfile::tempdir().unwrap();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let held: Vec<Option<HeldLock>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let barrier = barrier.clone();
+                    let home = home.path();
+                    s.spawn(move || {
+                        barrier.wait();
+                        acquire(home, i, &format!("tok-{i}"), at(1000), "t").ok()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let holders: Vec<&HeldLock> = held.iter().flatten().collect();
+        assert_eq!(holders.len(), 1);
+        assert!(holders[0].owned());
+    }
+
+    #[test]
     fn fail_release_restores_the_prior_sidecar() {
         let home = tempfile::tempdir().unwrap();
         acquire(home.path(), 1, "a", at(1000), "first")
