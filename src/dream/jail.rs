@@ -182,6 +182,20 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
         if !real_existing.starts_with(&real_home) {
             return Err(outside());
         }
+        // A symlinked directory into the audit machinery must not get directories either.
+        let first_existing = real_existing
+            .strip_prefix(&real_home)
+            .ok()
+            .and_then(|rel| rel.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if let Some(first) = first_existing
+            && PROTECTED_TOP.contains(&first.as_str())
+        {
+            return Err(JailError::new(
+                "protected_path",
+                format!("{path} resolves into the dream's audit machinery ({first})"),
+            ));
+        }
         fs::create_dir_all(parent)
             .map_err(|e| JailError::io("cannot create parent of", path, e))?;
     }
@@ -480,5 +494,13 @@ mod tests {
         std::os::unix::fs::symlink(h.join("human/real.md"), h.join("human/alias.md")).unwrap();
         let j = resolve(h, "human/alias.md", false).unwrap();
         assert_eq!(j.relative, "human/real.md");
+        fs::create_dir_all(h.join(".git")).unwrap();
+        std::os::unix::fs::symlink(h.join(".git"), h.join("human/gitlink")).unwrap();
+        let err = resolve(h, "human/gitlink/new/x.md", true).unwrap_err();
+        assert_eq!(err.code(), "protected_path");
+        assert!(
+            !h.join(".git/new").exists(),
+            "no directory created before the refusal"
+        );
     }
 }
