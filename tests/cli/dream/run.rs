@@ -137,9 +137,15 @@ fn a_completed_run_commits_baseline_and_dream_with_the_report() {
         args.contains("Crumple before delete"),
         "the playbook is the task"
     );
+    let key = pi_context::notes::project_key(&w.path("work"));
+    assert!(
+        args.contains(&format!("Scope: project dream for project key `{key}`")),
+        "{args}"
+    );
+    assert!(args.contains(&format!("env PI_NOTES_HOME={}\n", w.home().display())));
 
-    // A second run right away with --force: nothing changed, so no empty dream commit... but
-    // the report itself is a change, so the dream commit exists; the baseline is unchanged.
+    // A second run right away with --force: the tree is clean, so there is no new baseline
+    // commit; the new report is a change, so the dream commit exists.
     let out = go(w.dream(&["--force"]));
     assert_eq!(out.code, 0, "{}", out.transcript());
     let d = data(&out);
@@ -353,4 +359,15 @@ fn usage_errors_exit_2() {
         let out = go(w.dream(bad));
         assert_eq!(out.code, 2, "{bad:?}: {}", out.transcript());
     }
+}
+
+#[test]
+fn invoked_inside_the_notes_home_it_is_a_store_wide_dream() {
+    let w = World::new();
+    let mut cmd = w.dream(&["--force"]);
+    cmd.current_dir(w.home());
+    let out = go(cmd);
+    assert_eq!(out.code, 0, "{}", out.transcript());
+    let args = w.dreamer_args().unwrap();
+    assert!(args.contains("Scope: store-wide dream"), "{args}");
 }
