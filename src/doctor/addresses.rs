@@ -2,7 +2,7 @@
 //! note addresses in a note's body (bare names too, in `MAP.md`), and report those that do not
 //! parse or whose note does not exist. It owns which spans count as addresses and where each
 //! resolves from a static point of view (`@self/` and `@model/` are skipped: who is running is
-//! unknown). It only checks existence; it never reads or touches the target.
+//! unknown). It never reads or touches a target; the caller tests existence.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -31,8 +31,11 @@ pub struct Scan {
     pub checked: usize,
     /// Distinct `@self/` / `@model/` addresses (not statically resolvable).
     pub skipped: usize,
-    /// Issues with empty paths, in order of first appearance.
-    pub issues: Vec<Issue>,
+    /// Issues with empty paths, in order of first appearance. An issue paired with a path is
+    /// a `target_missing` candidate: it holds only if that path does not exist. The existence
+    /// test is left to the caller, which has already seen most files while walking and so
+    /// spares one `stat` per reference.
+    pub issues: Vec<(Issue, Option<PathBuf>)>,
 }
 
 const FORMS_HINT: &str = "invalid address; use a bare path for the session home, or \
@@ -62,7 +65,7 @@ pub fn check(body: &str, first_line: usize, is_map: bool, resolve: &Resolve<'_>)
             }
             let line_no = first_line + index;
             let problem = match reference(span) {
-                Err(()) => Some((IssueKind::InvalidAddress, FORMS_HINT)),
+                Err(()) => Some((IssueKind::InvalidAddress, FORMS_HINT, None)),
                 Ok(Reference::Relative) => {
                     scan.skipped += 1;
                     None
@@ -73,20 +76,21 @@ pub fn check(body: &str, first_line: usize, is_map: bool, resolve: &Resolve<'_>)
                         None => Some((
                             IssueKind::ProjectContextUnavailable,
                             "project context unavailable; use a resolvable reference",
+                            None,
                         )),
-                        Some(path) if std::fs::metadata(&path).is_err() => Some((
+                        Some(path) => Some((
                             IssueKind::TargetMissing,
                             "target missing; update or remove the reference",
+                            Some(path),
                         )),
-                        Some(_) => None,
                     }
                 }
             };
-            if let Some((kind, message)) = problem {
+            if let Some((kind, message, unless_exists)) = problem {
                 let mut issue = Issue::new("", kind, format!("{span}: {message}"));
                 issue.address = Some(span.to_string());
                 issue.line = Some(line_no);
-                scan.issues.push(issue);
+                scan.issues.push((issue, unless_exists));
             }
         }
     }

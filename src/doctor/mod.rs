@@ -14,7 +14,7 @@ pub mod addresses;
 pub mod frontmatter;
 pub mod render;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::Read;
@@ -202,18 +202,38 @@ impl Report {
 /// Check the notes home at `home` (an absolute path). Never fails: every problem, I/O errors
 /// included, is an issue in the report.
 pub fn check(home: &Path) -> Report {
-    let mut walk = Walk {
-        home: home.to_path_buf(),
-        counts: Counts::default(),
-        issues: Vec::new(),
-    };
+    let mut walk = Walk::new(home);
     walk.root();
-    walk.counts.issues = walk.issues.len();
+    let Walk {
+        counts,
+        slots,
+        files,
+        ..
+    } = walk;
+    // References are resolved after the walk, against every regular file it saw; only a
+    // target it did not see (a symlink, a directory, a path outside the homes) costs a `stat`.
+    let issues: Vec<Issue> = slots
+        .into_iter()
+        .filter(|slot| match &slot.unless_exists {
+            None => true,
+            Some(target) => !files.contains(target) && fs::metadata(target).is_err(),
+        })
+        .map(|slot| slot.issue)
+        .collect();
     Report {
         home: home.to_path_buf(),
-        counts: walk.counts,
-        issues: walk.issues,
+        counts: Counts {
+            issues: issues.len(),
+            ..counts
+        },
+        issues,
     }
+}
+
+/// One issue found during the walk; `unless_exists` makes it conditional on a path missing.
+struct Slot {
+    issue: Issue,
+    unless_exists: Option<PathBuf>,
 }
 
 /// The home a note lives in, as address resolution needs it: the walked root (where bare
@@ -227,7 +247,9 @@ struct HomeRoot {
 struct Walk {
     home: PathBuf,
     counts: Counts,
-    issues: Vec<Issue>,
+    slots: Vec<Slot>,
+    /// Every regular file seen inside the homes.
+    files: HashSet<PathBuf>,
 }
 
 /// A directory entry: its name and whether `lstat` says directory / regular file / symlink.
@@ -269,8 +291,24 @@ const EXPECTED_DIRECTORY: &str =
     "expected a directory (symlinks are not followed); check its location/type";
 
 impl Walk {
+    fn new(home: &Path) -> Self {
+        Walk {
+            home: home.to_path_buf(),
+            counts: Counts::default(),
+            slots: Vec::new(),
+            files: HashSet::new(),
+        }
+    }
+
+    fn push(&mut self, issue: Issue) {
+        self.slots.push(Slot {
+            issue,
+            unless_exists: None,
+        });
+    }
+
     fn issue(&mut self, path: impl Into<String>, kind: IssueKind, message: impl Into<String>) {
-        self.issues.push(Issue::new(path, kind, message));
+        self.push(Issue::new(path, kind, message));
     }
 
     fn cannot_inspect(&mut self, path: impl Into<String>, err: &std::io::Error) {
@@ -523,9 +561,18 @@ impl Walk {
                 ),
                 EntryKind::Dir => self.walk_dir(&abs, &child_rel, root),
                 EntryKind::File if name.ends_with(".md") => {
-                    self.note(&abs, &child_rel, &name, root)
+                    self.note(&abs, &child_rel, &name, root);
+                    self.files.insert(abs);
                 }
-                _ => self.issue(
+                EntryKind::File => {
+                    self.files.insert(abs);
+                    self.issue(
+                        child_rel,
+                        IssueKind::UnexpectedFile,
+                        "unexpected file in note home; inspect and relocate it",
+                    );
+                }
+                EntryKind::Other => self.issue(
                     child_rel,
                     IssueKind::UnexpectedFile,
                     "unexpected file in note home; inspect and relocate it",
@@ -577,7 +624,7 @@ impl Walk {
         };
         for mut issue in frontmatter::check(&block) {
             issue.path = rel.to_string();
-            self.issues.push(issue);
+            self.push(issue);
         }
         if block.body.len() > MAX_BODY_BYTES {
             self.issue(
@@ -602,9 +649,12 @@ impl Walk {
         );
         self.counts.addresses_checked += scan.checked;
         self.counts.addresses_skipped += scan.skipped;
-        for mut issue in scan.issues {
+        for (mut issue, unless_exists) in scan.issues {
             issue.path = rel.to_string();
-            self.issues.push(issue);
+            self.slots.push(Slot {
+                issue,
+                unless_exists,
+            });
         }
     }
 }
@@ -612,7 +662,12 @@ impl Walk {
 /// The bytes of a note, or `None` when the file is too large to be a note at all.
 fn read_note_bytes(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let file = fs::File::open(path)?;
-    let mut bytes = Vec::new();
+    // Sized from the open file, so one note costs open, fstat, two reads and close.
+    let size = file.metadata()?.len();
+    if size > MAX_NOTE_FILE_BYTES {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(MAX_NOTE_FILE_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_NOTE_FILE_BYTES {
         return Ok(None);
@@ -685,11 +740,7 @@ mod tests {
         // Running as root defeats permission tricks, so the walk is driven directly on a
         // directory that vanished between listing and visiting.
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mut walk = Walk {
-            home: dir.path().to_path_buf(),
-            counts: Counts::default(),
-            issues: Vec::new(),
-        };
+        let mut walk = Walk::new(dir.path());
         let gone = dir.path().join("human/gone");
         let root = HomeRoot {
             abs: dir.path().join("human"),
@@ -698,9 +749,9 @@ mod tests {
         walk.walk_dir(&gone, "human/gone", &root);
         walk.note(&gone.join("x.md"), "human/gone/x.md", "x.md", &root);
         let got: Vec<(&str, IssueKind)> = walk
-            .issues
+            .slots
             .iter()
-            .map(|i| (i.path.as_str(), i.kind))
+            .map(|s| (s.issue.path.as_str(), s.issue.kind))
             .collect();
         assert_eq!(
             got,
@@ -709,7 +760,7 @@ mod tests {
                 ("human/gone/x.md", IssueKind::CannotInspect),
             ]
         );
-        assert!(walk.issues[0].message.starts_with("cannot inspect: "));
+        assert!(walk.slots[0].issue.message.starts_with("cannot inspect: "));
         assert_eq!(walk.counts.notes, 0);
     }
 

@@ -373,6 +373,8 @@ fn symlinks_inside_homes_are_not_followed() {
             std::os::unix::fs::symlink(home.join("human/prefs.md"), home.join("human/alias.md"))
                 .unwrap();
             std::os::unix::fs::symlink("/", home.join("human/escape")).unwrap();
+            // A reference through the symlink resolves (existence follows symlinks).
+            put(home, "human/refs.md", note("`@human/alias.md`\n"));
         },
         &[("human/alias.md", "symlink"), ("human/escape", "symlink")],
     );
