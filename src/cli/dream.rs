@@ -536,17 +536,16 @@ fn run_dreamer(
             format!("cannot stage the dreamer's tools: {e}"),
         );
     }
-    let self_bin = match ctx.var_non_empty("PI_CONTEXT_BIN") {
-        Some(bin) => PathBuf::from(bin),
-        None => match std::env::current_exe() {
-            Ok(exe) => exe,
-            Err(e) => {
-                return failed(
-                    "dreamer_unavailable",
-                    format!("cannot locate the pi-context binary for the dreamer's tools: {e}"),
-                );
-            }
-        },
+    // Always this very binary: the jail the tools reach must be the one this run documents,
+    // whatever `PI_CONTEXT_BIN` says in the caller's environment.
+    let self_bin = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            return failed(
+                "dreamer_unavailable",
+                format!("cannot locate the pi-context binary for the dreamer's tools: {e}"),
+            );
+        }
     };
     let pi_bin = args
         .pi_bin
