@@ -195,7 +195,15 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;dream' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing')
+            [CompletionResult]::new('--dreamer', '--dreamer', [CompletionResultType]::ParameterName, 'Dreamer model pattern for Pi''s `--model` (beats the `pi-context.dreamer` setting)')
+            [CompletionResult]::new('--min-sessions', '--min-sessions', [CompletionResultType]::ParameterName, 'Material gate: at least this many session homes changed since the last run')
+            [CompletionResult]::new('--min-hours', '--min-hours', [CompletionResultType]::ParameterName, 'Time gate: at least this many hours since the last run (decimals allowed)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'End the dreamer after this long and record a failed run (e.g. `90s`, `30m`, `2h`)')
+            [CompletionResult]::new('--pi-bin', '--pi-bin', [CompletionResultType]::ParameterName, 'The Pi binary; default `$PI_CONTEXT_PI_BIN`, else `pi` on PATH')
+            [CompletionResult]::new('--agent-dir', '--agent-dir', [CompletionResultType]::ParameterName, 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`. Passed to the dreamer as `PI_CODING_AGENT_DIR`')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Run even when the time or material gate is closed (never bypasses the lock)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -203,6 +211,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;dream-fs' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`')
+            [CompletionResult]::new('--journal', '--journal', [CompletionResultType]::ParameterName, 'Append this attempt, applied or refused, to this JSONL journal (the dream run''s)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

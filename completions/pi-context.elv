@@ -179,13 +179,23 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;dream'= {
+            cand --notes-home 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing'
+            cand --dreamer 'Dreamer model pattern for Pi''s `--model` (beats the `pi-context.dreamer` setting)'
+            cand --min-sessions 'Material gate: at least this many session homes changed since the last run'
+            cand --min-hours 'Time gate: at least this many hours since the last run (decimals allowed)'
+            cand --timeout 'End the dreamer after this long and record a failed run (e.g. `90s`, `30m`, `2h`)'
+            cand --pi-bin 'The Pi binary; default `$PI_CONTEXT_PI_BIN`, else `pi` on PATH'
+            cand --agent-dir 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`. Passed to the dreamer as `PI_CODING_AGENT_DIR`'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand --force 'Run even when the time or material gate is closed (never bypasses the lock)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
             cand --version 'Print version'
         }
         &'pi-context;dream-fs'= {
+            cand --notes-home 'Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`'
+            cand --journal 'Append this attempt, applied or refused, to this JSONL journal (the dream run''s)'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

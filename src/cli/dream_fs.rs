@@ -1,11 +1,171 @@
-//! `pi-context dream-fs`: the dreamer's jailed write, edit and delete.
+//! `pi-context dream-fs write|edit|delete`: the dreamer's jailed file operations, one per
+//! call, so the jail is one Rust implementation whatever runs the dreamer. Reads one JSON
+//! request, applies it through `dream::jail`, appends the attempt (applied or refused) to
+//! the run's journal when `--journal` is given, and prints the envelope.
 
-use crate::cli::common::{Exit, not_implemented};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cli::common::{Exit, emit, resolve_notes_home};
 use crate::cli::{Ctx, Io};
+use crate::dream::jail::{self, Edit, JailError, Receipt};
+use crate::dream::journal;
+use crate::envelope::{Refusal, Reply};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Op {
+    /// Create or replace a file: `{"path","content"}`.
+    Write,
+    /// Exact-text replacements: `{"path","edits":[{"oldText","newText"}]}`.
+    Edit,
+    /// Delete a crumpled note: `{"path"}`.
+    Delete,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Edit => "edit",
+            Op::Delete => "delete",
+        }
+    }
+}
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The operation.
+    #[arg(value_enum)]
+    pub op: Op,
+    /// Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`.
+    #[arg(long, value_name = "DIR")]
+    pub notes_home: Option<PathBuf>,
+    /// Append this attempt, applied or refused, to this JSONL journal (the dream run's).
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("dream-fs", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteRequest {
+    path: String,
+    content: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditRequest {
+    path: String,
+    edits: Vec<Edit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteRequest {
+    path: String,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let home = resolve_notes_home(args.notes_home.as_deref(), ctx);
+    let mut raw = String::new();
+    let parsed: Result<Value, Refusal> = io
+        .stdin
+        .read_to_string(&mut raw)
+        .map_err(|e| Refusal::plain("invalid_request", format!("cannot read stdin: {e}")))
+        .and_then(|_| {
+            serde_json::from_str(&raw)
+                .map_err(|e| Refusal::plain("invalid_request", format!("invalid request: {e}")))
+        });
+    let given_path = parsed
+        .as_ref()
+        .ok()
+        .and_then(|v| v.get("path"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let result: Result<Receipt, Refusal> = parsed.and_then(|value| apply(args.op, &home, value));
+    if let Some(journal_path) = &args.journal {
+        let entry = match &result {
+            Ok(receipt) => journal::Entry {
+                op: args.op.name().into(),
+                path: given_path.clone(),
+                ok: true,
+                outcome: serde_json::to_value(&receipt.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                target: Some(receipt.target.clone()),
+                code: None,
+                message: None,
+            },
+            Err(refusal) => journal::Entry {
+                op: args.op.name().into(),
+                path: given_path.clone(),
+                ok: false,
+                outcome: None,
+                target: None,
+                code: Some(refusal.code.clone()),
+                message: Some(refusal.message.clone()),
+            },
+        };
+        if let Err(e) = journal::append(journal_path, &entry) {
+            writeln!(
+                io.stderr,
+                "dream-fs: could not append to the journal {}: {e}",
+                journal_path.display()
+            )?;
+        }
+    }
+    let reply = match result {
+        Ok(receipt) => {
+            let outcome = serde_json::to_value(&receipt.outcome)?;
+            let text = match args.op {
+                Op::Delete => format!("deleted {}", receipt.target),
+                _ => format!(
+                    "{} {} ({} bytes)",
+                    outcome.as_str().unwrap_or_default(),
+                    receipt.target,
+                    receipt.bytes
+                ),
+            };
+            Reply::ok(
+                json!({
+                    "op": args.op.name(),
+                    "path": given_path,
+                    "outcome": outcome,
+                    "target": receipt.target,
+                    "bytes": receipt.bytes,
+                }),
+                text,
+            )
+        }
+        Err(refusal) => Reply::refused(refusal),
+    };
+    emit(&reply, ctx, io)
+}
+
+fn apply(op: Op, home: &std::path::Path, value: Value) -> Result<Receipt, Refusal> {
+    let invalid =
+        |e: serde_json::Error| Refusal::plain("invalid_request", format!("invalid request: {e}"));
+    let refused = |path: &str, e: JailError| {
+        let mut details = json!({"path": path});
+        if let Some(index) = e.edit_index {
+            details["edit_index"] = json!(index);
+        }
+        Refusal::new(e.code(), e.message, Some(details))
+    };
+    match op {
+        Op::Write => {
+            let r: WriteRequest = serde_json::from_value(value).map_err(invalid)?;
+            jail::write(home, &r.path, &r.content).map_err(|e| refused(&r.path, e))
+        }
+        Op::Edit => {
+            let r: EditRequest = serde_json::from_value(value).map_err(invalid)?;
+            jail::edit(home, &r.path, &r.edits).map_err(|e| refused(&r.path, e))
+        }
+        Op::Delete => {
+            let r: DeleteRequest = serde_json::from_value(value).map_err(invalid)?;
+            jail::delete(home, &r.path).map_err(|e| refused(&r.path, e))
+        }
+    }
 }

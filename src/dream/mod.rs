@@ -1,2 +1,31 @@
 //! `dream`: locked, gated, jailed consolidation of the notes store by a dreamer model, audited
-//! in Git. The domain owns the lock, gates, jail and audit; the CLI owns processes and signals.
+//! in Git. The domain owns the lock ([`lock`]), the gates ([`gates`]), the jail ([`jail`]),
+//! the journal of attempted changes ([`journal`]), the Git audit ([`audit`]), the report
+//! ([`report`]) and the dreamer's task text ([`playbook`]). It never starts processes, reads
+//! the environment or the clock, or prints: the CLI layer (`cli::dream`) owns the dreamer
+//! process, signals, timeouts and output.
+
+pub mod audit;
+pub mod gates;
+pub mod jail;
+pub mod journal;
+pub mod lock;
+pub mod playbook;
+pub mod report;
+
+/// The report's and commits' stamp for a run starting at `now`: UTC, `:` and `.` replaced by
+/// `-` so it is a portable file name (`2026-11-30T12-00-00-000Z`).
+pub fn stamp(now: chrono::DateTime<chrono::FixedOffset>) -> String {
+    now.with_timezone(&chrono::Utc)
+        .format("%Y-%m-%dT%H-%M-%S-%3fZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stamp_is_utc_and_file_safe() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-11-30T13:04:05.678+01:00").unwrap();
+        assert_eq!(super::stamp(now), "2026-11-30T12-04-05-678Z");
+    }
+}

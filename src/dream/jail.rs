@@ -1,0 +1,506 @@
+//! The write jail: the only file operations a dreamer may perform (write, edit, delete), each
+//! confined to the notes home whatever path it is given.
+//!
+//! A path is relative to the notes home or absolute inside it. It is refused when it has a
+//! `..` component, lies outside the home lexically, reaches outside through a symlinked
+//! directory or a symlinked file, names a file with more than one hard link, or names the
+//! audit machinery (`.git/`, `dreams/`, the lock files). A delete removes only crumpled notes
+//! (frontmatter `crumpledAt`). Writes are atomic and every read-modify-write holds the
+//! file's cross-process lock. This module never prints and never decides exit codes.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsio;
+
+/// Top-level names the dreamer may never write: the audit repository, the reports, the lock.
+const PROTECTED_TOP: &[&str] = &[".git", "dreams", ".dream.lock", ".dream.lock.last-run"];
+
+/// One `{oldText, newText}` replacement, the shape of Pi's own `edit` tool.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    #[serde(rename = "oldText")]
+    pub old_text: String,
+    #[serde(rename = "newText")]
+    pub new_text: String,
+}
+
+/// A refused jailed operation. Nothing on disk changed.
+#[derive(Debug)]
+pub struct JailError {
+    code: &'static str,
+    pub message: String,
+    /// For edit refusals: the zero-based index of the failing edit.
+    pub edit_index: Option<usize>,
+}
+
+impl JailError {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        JailError {
+            code,
+            message: message.into(),
+            edit_index: None,
+        }
+    }
+
+    fn io(what: &str, path: &str, e: io::Error) -> Self {
+        JailError::new("io_error", format!("{what} {path}: {e}"))
+    }
+
+    /// The stable refusal code: `invalid_request` (empty edits), `invalid_path`, `outside_home`, `protected_path`, `hard_link`,
+    /// `not_a_file`, `not_found`, `not_crumpled`, `edit_not_found`, `edit_ambiguous`,
+    /// `edit_overlap`, `home_unresolvable`, `io_error`.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+}
+
+impl std::fmt::Display for JailError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JailError {}
+
+/// A path that passed the jail: where to operate, and how to name it.
+#[derive(Debug, Clone)]
+pub struct Jailed {
+    /// The file to read or write (symlinks inside the home resolved).
+    pub file: PathBuf,
+    /// The entry to unlink on delete (a symlink inside the home is itself removed).
+    pub entry: PathBuf,
+    /// The path relative to the home's real path, `/`-separated, as reports show it.
+    pub relative: String,
+}
+
+/// What a successful operation did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Created,
+    Overwritten,
+    Edited,
+    Deleted,
+}
+
+/// A successful operation's receipt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Receipt {
+    pub outcome: Outcome,
+    /// The target relative to the notes home.
+    pub target: String,
+    /// Size of the file afterwards (0 after a delete).
+    pub bytes: u64,
+}
+
+/// Resolve `path` inside `home`, creating missing parent directories when `create_parent`.
+pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, JailError> {
+    if path.is_empty() || path.contains('\0') {
+        return Err(JailError::new(
+            "invalid_path",
+            "path must be a non-empty file path without NUL bytes",
+        ));
+    }
+    let outside = || {
+        JailError::new(
+            "outside_home",
+            format!(
+                "{path} is outside the notes home {}; only files under it may be changed",
+                home.display()
+            ),
+        )
+    };
+    let given = Path::new(path);
+    if given
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err(JailError::new(
+            "outside_home",
+            format!("{path} contains `..`; name files by their path under the notes home"),
+        ));
+    }
+    let real_home = fs::canonicalize(home).map_err(|e| {
+        JailError::new(
+            "home_unresolvable",
+            format!("cannot resolve the notes home {}: {e}", home.display()),
+        )
+    })?;
+    let relative: PathBuf = if given.is_absolute() {
+        let stripped = given
+            .strip_prefix(&real_home)
+            .or_else(|_| given.strip_prefix(home))
+            .map_err(|_| outside())?;
+        stripped.to_path_buf()
+    } else {
+        given.to_path_buf()
+    };
+    let parts: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    let Some(first) = parts.first() else {
+        return Err(JailError::new(
+            "invalid_path",
+            format!("{path} names the notes home itself, not a file under it"),
+        ));
+    };
+    if PROTECTED_TOP
+        .iter()
+        .any(|p| *first == std::ffi::OsStr::new(p))
+    {
+        return Err(JailError::new(
+            "protected_path",
+            format!(
+                "{path} is part of the dream's audit machinery (.git/, dreams/, .dream.lock*) \
+                 and may not be changed by the dreamer"
+            ),
+        ));
+    }
+    let target: PathBuf = parts.iter().fold(real_home.clone(), |acc, p| acc.join(p));
+    let parent = target
+        .parent()
+        .expect("target has a parent because it is the home joined with at least one part");
+
+    // Check the deepest existing ancestor before creating anything, so a symlinked
+    // directory pointing out of the home never gets new directories created through it.
+    if create_parent {
+        let mut existing = parent.to_path_buf();
+        while fs::symlink_metadata(&existing).is_err() {
+            existing.pop();
+        }
+        let real_existing =
+            fs::canonicalize(&existing).map_err(|e| JailError::io("cannot resolve", path, e))?;
+        if !real_existing.starts_with(&real_home) {
+            return Err(outside());
+        }
+        // A symlinked directory into the audit machinery must not get directories either.
+        let first_existing = real_existing
+            .strip_prefix(&real_home)
+            .ok()
+            .and_then(|rel| rel.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        if let Some(first) = first_existing
+            && PROTECTED_TOP.contains(&first.as_str())
+        {
+            return Err(JailError::new(
+                "protected_path",
+                format!("{path} resolves into the dream's audit machinery ({first})"),
+            ));
+        }
+        fs::create_dir_all(parent)
+            .map_err(|e| JailError::io("cannot create parent of", path, e))?;
+    }
+    let real_parent = match fs::canonicalize(parent) {
+        Ok(p) => p,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(JailError::new(
+                "not_found",
+                format!("{path} does not exist in the notes home"),
+            ));
+        }
+        Err(e) => return Err(JailError::io("cannot resolve parent of", path, e)),
+    };
+    if !real_parent.starts_with(&real_home) {
+        return Err(outside());
+    }
+    let entry = real_parent.join(target.file_name().expect("target ends in a normal part"));
+    let file = match fs::symlink_metadata(&entry) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let resolved = fs::canonicalize(&entry).map_err(|_| outside())?;
+            if !resolved.starts_with(&real_home) {
+                return Err(outside());
+            }
+            resolved
+        }
+        Ok(_) => entry.clone(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => entry.clone(),
+        Err(e) => return Err(JailError::io("cannot inspect", path, e)),
+    };
+    let relative = file
+        .strip_prefix(&real_home)
+        .expect("file is under the real home because every branch above checked it")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    if relative.is_empty() {
+        return Err(outside());
+    }
+    let first = relative.split('/').next().unwrap_or_default();
+    if PROTECTED_TOP.contains(&first) {
+        return Err(JailError::new(
+            "protected_path",
+            format!("{path} resolves into the dream's audit machinery ({first})"),
+        ));
+    }
+    Ok(Jailed {
+        file,
+        entry,
+        relative,
+    })
+}
+
+/// Existing-file checks shared by every operation: a regular file with one link.
+fn check_existing(jailed: &Jailed, path: &str) -> Result<Option<fs::Metadata>, JailError> {
+    match fs::metadata(&jailed.file) {
+        Ok(meta) => {
+            if !meta.is_file() {
+                return Err(JailError::new(
+                    "not_a_file",
+                    format!("{path} is not a regular file"),
+                ));
+            }
+            if link_count(&meta) > 1 {
+                return Err(JailError::new(
+                    "hard_link",
+                    format!(
+                        "{path} has hard links; linked files are refused because a change \
+                         would also change the other names"
+                    ),
+                ));
+            }
+            Ok(Some(meta))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(JailError::io("cannot inspect", path, e)),
+    }
+}
+
+#[cfg(unix)]
+fn link_count(meta: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink()
+}
+
+#[cfg(not(unix))]
+fn link_count(_meta: &fs::Metadata) -> u64 {
+    1
+}
+
+/// Create or replace a file with `content`.
+pub fn write(home: &Path, path: &str, content: &str) -> Result<Receipt, JailError> {
+    let jailed = resolve(home, path, true)?;
+    let _guard =
+        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
+    let existed = check_existing(&jailed, path)?.is_some();
+    fsio::write_atomic(&jailed.file, content.as_bytes())
+        .map_err(|e| JailError::io("cannot write", path, e))?;
+    Ok(Receipt {
+        outcome: if existed {
+            Outcome::Overwritten
+        } else {
+            Outcome::Created
+        },
+        target: jailed.relative,
+        bytes: content.len() as u64,
+    })
+}
+
+/// Apply exact-text replacements. Every `oldText` must occur exactly once in the current
+/// file and the matches must not overlap; all edits apply together or none does.
+pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailError> {
+    if edits.is_empty() {
+        return Err(JailError::new("invalid_request", "edits must not be empty"));
+    }
+    let jailed = resolve(home, path, false)?;
+    let _guard =
+        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
+    if check_existing(&jailed, path)?.is_none() {
+        return Err(JailError::new(
+            "not_found",
+            format!("{path} does not exist in the notes home"),
+        ));
+    }
+    let text =
+        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    let updated = apply_edits(&text, edits, path)?;
+    fsio::write_atomic(&jailed.file, updated.as_bytes())
+        .map_err(|e| JailError::io("cannot write", path, e))?;
+    Ok(Receipt {
+        outcome: Outcome::Edited,
+        target: jailed.relative,
+        bytes: updated.len() as u64,
+    })
+}
+
+fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<String, JailError> {
+    let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
+    for (index, e) in edits.iter().enumerate() {
+        let at_index = |code, message: String| JailError {
+            code,
+            message,
+            edit_index: Some(index),
+        };
+        if e.old_text.is_empty() {
+            return Err(at_index(
+                "edit_not_found",
+                format!("edit {index}: oldText is empty"),
+            ));
+        }
+        let mut found = text.match_indices(&e.old_text);
+        let Some((start, _)) = found.next() else {
+            return Err(at_index(
+                "edit_not_found",
+                format!("edit {index}: oldText not found in {path}"),
+            ));
+        };
+        let more = found.count();
+        if more > 0 {
+            return Err(at_index(
+                "edit_ambiguous",
+                format!(
+                    "edit {index}: oldText occurs {} times in {path}; include more context",
+                    more + 1
+                ),
+            ));
+        }
+        spans.push((start, start + e.old_text.len(), index));
+    }
+    spans.sort();
+    for pair in spans.windows(2) {
+        if pair[1].0 < pair[0].1 {
+            return Err(JailError {
+                code: "edit_overlap",
+                message: format!("edits {} and {} overlap", pair[0].2, pair[1].2),
+                edit_index: Some(pair[1].2),
+            });
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut cursor = 0;
+    for (start, end, index) in spans {
+        out.push_str(&text[cursor..start]);
+        out.push_str(&edits[index].new_text);
+        cursor = end;
+    }
+    out.push_str(&text[cursor..]);
+    Ok(out)
+}
+
+/// Delete a crumpled note (frontmatter `crumpledAt`). A symlink inside the home that points
+/// at a crumpled note is itself removed.
+pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
+    let jailed = resolve(home, path, false)?;
+    let _guard =
+        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
+    if check_existing(&jailed, path)?.is_none() {
+        return Err(JailError::new(
+            "not_found",
+            format!("{path} does not exist in the notes home"),
+        ));
+    }
+    let text =
+        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    if !is_crumpled(&text) {
+        return Err(JailError::new(
+            "not_crumpled",
+            format!(
+                "{path} is not a crumpled note (no crumpledAt in its frontmatter); crumple it \
+                 first, only the wastebasket may be emptied"
+            ),
+        ));
+    }
+    fs::remove_file(&jailed.entry).map_err(|e| JailError::io("cannot delete", path, e))?;
+    Ok(Receipt {
+        outcome: Outcome::Deleted,
+        target: jailed.relative,
+        bytes: 0,
+    })
+}
+
+fn is_crumpled(text: &str) -> bool {
+    crate::notes::is_crumpled(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(old: &str, new: &str) -> Edit {
+        Edit {
+            old_text: old.into(),
+            new_text: new.into(),
+        }
+    }
+
+    #[test]
+    fn edits_apply_together_or_not_at_all() {
+        assert_eq!(
+            apply_edits("a b c", &[e("a", "A"), e("c", "C")], "p").unwrap(),
+            "A b C"
+        );
+        let err = apply_edits("a a", &[e("a", "x")], "p").unwrap_err();
+        assert_eq!(err.code(), "edit_ambiguous");
+        let err = apply_edits("abc", &[e("b", "x"), e("zz", "y")], "p").unwrap_err();
+        assert_eq!((err.code(), err.edit_index), ("edit_not_found", Some(1)));
+        let err = apply_edits("abcd", &[e("abc", "x"), e("bcd", "y")], "p").unwrap_err();
+        assert_eq!(err.code(), "edit_overlap");
+    }
+
+    #[test]
+    fn resolve_refuses_escapes_and_machinery() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        assert_eq!(
+            resolve(h, "../x.md", true).unwrap_err().code(),
+            "outside_home"
+        );
+        assert_eq!(
+            resolve(h, "a/../../x.md", true).unwrap_err().code(),
+            "outside_home"
+        );
+        assert_eq!(
+            resolve(h, "/etc/passwd", true).unwrap_err().code(),
+            "outside_home"
+        );
+        assert_eq!(resolve(h, "", true).unwrap_err().code(), "invalid_path");
+        assert_eq!(
+            resolve(h, ".git/config", true).unwrap_err().code(),
+            "protected_path"
+        );
+        assert_eq!(
+            resolve(h, ".dream.lock", true).unwrap_err().code(),
+            "protected_path"
+        );
+        let inside = h.join("human/x.md");
+        let ok = resolve(h, inside.to_str().unwrap(), true).unwrap();
+        assert_eq!(ok.relative, "human/x.md");
+        assert!(h.join("human").is_dir());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn resolve_follows_symlinks_only_inside() {
+        let home = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let h = home.path();
+        std::os::unix::fs::symlink(out.path(), h.join("escape")).unwrap();
+        assert_eq!(
+            resolve(h, "escape/x.md", true).unwrap_err().code(),
+            "outside_home"
+        );
+        assert!(!out.path().join("x.md").exists());
+        fs::create_dir_all(h.join("human")).unwrap();
+        fs::write(h.join("human/real.md"), "x").unwrap();
+        std::os::unix::fs::symlink(h.join("human/real.md"), h.join("human/alias.md")).unwrap();
+        let j = resolve(h, "human/alias.md", false).unwrap();
+        assert_eq!(j.relative, "human/real.md");
+        fs::create_dir_all(h.join(".git")).unwrap();
+        std::os::unix::fs::symlink(h.join(".git"), h.join("human/gitlink")).unwrap();
+        let err = resolve(h, "human/gitlink/new/x.md", true).unwrap_err();
+        assert_eq!(err.code(), "protected_path");
+        assert!(
+            !h.join(".git/new").exists(),
+            "no directory created before the refusal"
+        );
+    }
+}

@@ -1,1 +1,0 @@
-//! CLI tests for the dream family (filled in with the feature).
