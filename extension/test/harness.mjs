@@ -1,6 +1,7 @@
 // Test harness: a REAL Pi 1.6.0 AgentSession (SDK route) driven by the scripted faux model, with
 // this extension loaded from TypeScript by Pi's own loader, the real `pi-context` binary, and
 // every path isolated in a temp dir (PI_CODING_AGENT_DIR, PI_NOTES_HOME; never ~/.pi or ~/.agents).
+import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -167,3 +168,28 @@ export function bootsIn(request) {
 		.filter((m) => m.role !== "system" && messageText(m).startsWith("<context_window>"))
 		.map((m) => /Current context window id: (\S+)/.exec(messageText(m))?.[1]);
 }
+
+/** The four reset entries at the end of `entries`, checked in order; returns the window id. */
+export function assertFourEntries(entries, at = entries.length - 4) {
+	const [compaction, marker, boot, continuation] = entries.slice(at, at + 4);
+	assert.equal(compaction.type, "compaction");
+	assert.equal(compaction.summary, "");
+	assert.equal(compaction.firstKeptEntryId, compaction.id, "retain-none: the compaction keeps only itself");
+	assert.equal(marker.type, "custom");
+	assert.equal(marker.customType, "pi-context/reset-marker");
+	assert.equal(marker.parentId, compaction.id);
+	assert.deepEqual(Object.keys(marker.data), ["windowId"]);
+	const windowId = marker.data.windowId;
+	assert.match(windowId, /^pcw:[0-9a-f]{8}:[0-9a-f]{8}$/);
+	assert.equal(boot.type, "custom_message");
+	assert.equal(boot.customType, "pi-context/boot");
+	assert.equal(boot.display, false);
+	assert.deepEqual(boot.details, { windowId });
+	assert.ok(boot.content.startsWith("<context_window>"), "the boot block starts with <context_window>");
+	assert.ok(boot.content.includes(windowId), "the boot names its window");
+	assert.equal(continuation.type, "custom_message");
+	assert.equal(continuation.customType, "pi-context/continuation");
+	assert.equal(continuation.display, false);
+	return windowId;
+}
+

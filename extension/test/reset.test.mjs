@@ -4,33 +4,9 @@
 // history_search still finds the earlier conversation.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bootsIn, callTool, messageText, requestText, say, startSession, toolResults, world } from "./harness.mjs";
+import { assertFourEntries, bootsIn, callTool, messageText, requestText, say, startSession, toolResults, world } from "./harness.mjs";
 
 const SECRET = "marmalade-7731";
-
-/** The four reset entries at the end of `entries`, checked in order; returns the window id. */
-export function assertFourEntries(entries, at = entries.length - 4) {
-	const [compaction, marker, boot, continuation] = entries.slice(at, at + 4);
-	assert.equal(compaction.type, "compaction");
-	assert.equal(compaction.summary, "");
-	assert.equal(compaction.firstKeptEntryId, compaction.id, "retain-none: the compaction keeps only itself");
-	assert.equal(marker.type, "custom");
-	assert.equal(marker.customType, "pi-context/reset-marker");
-	assert.equal(marker.parentId, compaction.id);
-	assert.deepEqual(Object.keys(marker.data), ["windowId"]);
-	const windowId = marker.data.windowId;
-	assert.match(windowId, /^pcw:[0-9a-f]{8}:[0-9a-f]{8}$/);
-	assert.equal(boot.type, "custom_message");
-	assert.equal(boot.customType, "pi-context/boot");
-	assert.equal(boot.display, false);
-	assert.deepEqual(boot.details, { windowId });
-	assert.ok(boot.content.startsWith("<context_window>"), "the boot block starts with <context_window>");
-	assert.ok(boot.content.includes(windowId), "the boot names its window");
-	assert.equal(continuation.type, "custom_message");
-	assert.equal(continuation.customType, "pi-context/continuation");
-	assert.equal(continuation.display, false);
-	return windowId;
-}
 
 test("root boot is written at the head of a new session", async () => {
 	const w = world({ compaction: { enabled: false } });
