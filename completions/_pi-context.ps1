@@ -134,7 +134,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;budget-check' {
+            [CompletionResult]::new('--agent-dir', '--agent-dir', [CompletionResultType]::ParameterName, 'Pi''s agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR, else ~/.pi/agent]')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'The project directory whose .pi/settings.json applies [default: the working directory]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'The active model as <provider>/<id>, selecting compaction.modelOverrides (the request''s "model" wins when both are given)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
+            [CompletionResult]::new('--untrusted-project', '--untrusted-project', [CompletionResultType]::ParameterName, 'Ignore the project''s .pi/settings.json (pass this when Pi reports the project untrusted)')
+            [CompletionResult]::new('--settings-only', '--settings-only', [CompletionResultType]::ParameterName, 'Print the resolved settings and thresholds; read nothing from stdin')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -161,12 +161,24 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__budget__subcmd__check)
-            opts="-h -V --format --help --version"
+            opts="-h -V --agent-dir --cwd --untrusted-project --model --settings-only --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --agent-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0

@@ -119,7 +119,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;budget-check'= {
+            cand --agent-dir 'Pi''s agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR, else ~/.pi/agent]'
+            cand --cwd 'The project directory whose .pi/settings.json applies [default: the working directory]'
+            cand --model 'The active model as <provider>/<id>, selecting compaction.modelOverrides (the request''s "model" wins when both are given)'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand --untrusted-project 'Ignore the project''s .pi/settings.json (pass this when Pi reports the project untrusted)'
+            cand --settings-only 'Print the resolved settings and thresholds; read nothing from stdin'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

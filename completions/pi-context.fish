@@ -101,9 +101,14 @@ text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l agent-dir -d 'Pi\'s agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR, else ~/.pi/agent]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l cwd -d 'The project directory whose .pi/settings.json applies [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l model -d 'The active model as <provider>/<id>, selecting compaction.modelOverrides (the request\'s "model" wins when both are given)' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l untrusted-project -d 'Ignore the project\'s .pi/settings.json (pass this when Pi reports the project untrusted)'
+complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l settings-only -d 'Print the resolved settings and thresholds; read nothing from stdin'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'

@@ -1,2 +1,625 @@
-//! Reader for Pi session JSONL files (v1–v3): streaming decode, the id/parentId tree and the
-//! active branch. Never rewrites a session file; malformed lines are skipped and counted.
+//! Reader for Pi session JSONL files (v1–v3): a streaming decode of every line into a light
+//! [`Entry`] skeleton, the id/parentId tree, and the active branch. It never writes or
+//! rewrites a session file: older versions are migrated in memory only (v1 gets a synthetic
+//! linear chain of ids, v2's `hookMessage` role reads as `custom`).
+//!
+//! Reading rules follow Pi's own reader: blank lines are skipped; a line that is not one JSON
+//! object — including a torn last line while Pi is still appending — is skipped and counted in
+//! [`Session::skipped_lines`], never fatal; the first parsed object must be the `session`
+//! header. Lines of any length work (the file is read through a buffered reader, one line at a
+//! time, so memory stays proportional to the skeleton, not to the file).
+//!
+//! The skeleton keeps each line's byte range; [`Session::load`] re-reads and fully decodes one
+//! entry on demand, so a caller pays for full JSON decoding only of the entries it shows.
+//!
+//! ```no_run
+//! use pi_context::session::Session;
+//! let session = Session::open("session.jsonl".as_ref()).expect("a readable session");
+//! let leaf = session.leaf(None).expect("the default leaf always resolves");
+//! for index in session.active_branch(leaf) {
+//!     let entry = &session.entries[index];
+//!     println!("{} {:?}", entry.line_no, entry.kind);
+//! }
+//! ```
+//!
+//! This module must not project history (seqs, windows, documents): that is `crate::history`.
+
+mod skeleton;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Why a session could not be read. Each variant has a stable [`SessionError::code`].
+#[derive(Debug)]
+pub enum SessionError {
+    /// The file does not exist.
+    NotFound { path: PathBuf },
+    /// The file has no `session` header as its first JSON object (or has no JSON at all).
+    NotASession { path: PathBuf },
+    /// `--leaf` names no entry of the file.
+    UnknownLeaf { leaf: String },
+    /// Reading failed.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl SessionError {
+    /// The stable refusal code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::NotFound { .. } => "session_not_found",
+            SessionError::NotASession { .. } => "not_a_session",
+            SessionError::UnknownLeaf { .. } => "unknown_leaf",
+            SessionError::Io { .. } => "io_error",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::NotFound { path } => {
+                write!(f, "session file {} does not exist", path.display())
+            }
+            SessionError::NotASession { path } => write!(
+                f,
+                "{} is not a Pi session: its first JSON line is not a session header with a string id",
+                path.display()
+            ),
+            SessionError::UnknownLeaf { leaf } => {
+                write!(f, "leaf {leaf:?} names no entry of this session")
+            }
+            SessionError::Io { path, source } => {
+                write!(f, "could not read {}: {source}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// The header line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    /// The session id (header `id`).
+    pub id: String,
+    /// The format version as written (absent means 1).
+    pub version: u64,
+    pub timestamp: Option<String>,
+}
+
+/// A message role as Pi 1.6.0 writes it (after the v2→v3 `hookMessage` → `custom` rename).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    ToolResult,
+    BashExecution,
+    Custom,
+    BranchSummary,
+    CompactionSummary,
+    System,
+    /// Any other role (or none): ignored by history.
+    Other(String),
+}
+
+/// The light facts of a `message` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageMeta {
+    pub role: Role,
+    /// `content` is a JSON array (an assistant's tool calls are counted only then).
+    pub content_is_array: bool,
+    /// `contentText(content)` is non-empty.
+    pub has_text: bool,
+    /// `toolCall` blocks in content order: (`id`, `name`) when they are strings.
+    pub tool_calls: Vec<ToolCallMeta>,
+    /// toolResult: `toolCallId`.
+    pub tool_call_id: Option<String>,
+    /// toolResult: `toolName`.
+    pub tool_name: Option<String>,
+}
+
+/// One `toolCall` block of an assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCallMeta {
+    pub id: Option<String>,
+    pub name: Option<String>,
+}
+
+/// The kind of an entry, with the facts the tree and history need.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EntryKind {
+    Message(MessageMeta),
+    Compaction,
+    BranchSummary,
+    CustomMessage {
+        custom_type: Option<String>,
+    },
+    /// Extension state; `window_id` is `data.windowId` when that is a string.
+    Custom {
+        custom_type: Option<String>,
+        window_id: Option<String>,
+    },
+    Label,
+    SessionInfo,
+    ModelChange,
+    ThinkingLevelChange,
+    Usage,
+    ContextEdit,
+    /// Any other `type` (or none).
+    Other(Option<String>),
+}
+
+/// One entry line, decoded lightly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 1-based line number in the file.
+    pub line_no: u64,
+    /// Byte offset of the line start.
+    pub offset: u64,
+    /// Byte length of the line, without its `\n`.
+    pub len: u64,
+    /// Entry id (synthesised as `L<line_no>` for v1 files, which have none).
+    pub id: Option<String>,
+    /// Parent id; `None` for a root (or a v1 file's first entry).
+    pub parent_id: Option<String>,
+    /// The entry's ISO timestamp, when a string.
+    pub timestamp: Option<String>,
+    pub kind: EntryKind,
+}
+
+/// A session file, read once: its header, every entry in file order, and how many lines were
+/// skipped as malformed.
+#[derive(Debug)]
+pub struct Session {
+    pub path: PathBuf,
+    pub header: Header,
+    /// Every entry in file order (the header excluded).
+    pub entries: Vec<Entry>,
+    /// Non-blank lines that were not one JSON object (including a torn last line).
+    pub skipped_lines: u64,
+    /// Entry index by id; a later duplicate wins, as in Pi's index.
+    by_id: HashMap<String, usize>,
+    file: File,
+}
+
+impl Session {
+    /// Open and read a session file.
+    pub fn open(path: &Path) -> Result<Session, SessionError> {
+        Self::open_inspecting(path, |_, _| {})
+    }
+
+    /// Open and read a session file, handing the raw bytes of every entry line (with its entry
+    /// index) to `inspect` while streaming. Search uses this to test lines cheaply without a
+    /// second pass over the file.
+    pub fn open_inspecting(
+        path: &Path,
+        mut inspect: impl FnMut(usize, &[u8]),
+    ) -> Result<Session, SessionError> {
+        let io_error = |source: std::io::Error| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                SessionError::NotFound {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                SessionError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        };
+        let file = File::open(path).map_err(io_error)?;
+        let mut reader = BufReader::with_capacity(256 * 1024, file.try_clone().map_err(io_error)?);
+        let mut line = Vec::with_capacity(64 * 1024);
+        let mut offset = 0u64;
+        let mut line_no = 0u64;
+        let mut header: Option<Header> = None;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut skipped = 0u64;
+        loop {
+            line.clear();
+            let read = reader.read_until(b'\n', &mut line).map_err(io_error)?;
+            if read == 0 {
+                break;
+            }
+            line_no += 1;
+            let start = offset;
+            offset += read as u64;
+            let body: &[u8] = line.strip_suffix(b"\n").unwrap_or(&line);
+            if body.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let raw = match skeleton::decode(body) {
+                Ok(raw) => raw,
+                Err(_) => {
+                    match repair_lone_surrogates(body).map(|fixed| skeleton::decode(&fixed)) {
+                        Some(Ok(raw)) => raw,
+                        _ => {
+                            skipped += 1;
+                            continue;
+                        }
+                    }
+                }
+            };
+            let Some(head) = &header else {
+                // The first parsed object must be the header.
+                match (raw.kind.as_deref(), raw.id) {
+                    (Some("session"), Some(id)) => {
+                        header = Some(Header {
+                            id,
+                            version: if raw.version_present {
+                                raw.version.unwrap_or(1)
+                            } else {
+                                1
+                            },
+                            timestamp: raw.timestamp,
+                        });
+                        continue;
+                    }
+                    _ => {
+                        return Err(SessionError::NotASession {
+                            path: path.to_path_buf(),
+                        });
+                    }
+                }
+            };
+            if raw.kind.as_deref() == Some("session") {
+                // A second header (concatenated files): not an entry, as in Pi's index.
+                continue;
+            }
+            let version = head.version;
+            inspect(entries.len(), body);
+            entries.push(entry_from_raw(
+                raw,
+                line_no,
+                start,
+                body.len() as u64,
+                version,
+            ));
+        }
+        let header = header.ok_or_else(|| SessionError::NotASession {
+            path: path.to_path_buf(),
+        })?;
+        if header.version < 2 {
+            // v1 → v2: a single linear chain in file order, with synthetic ids.
+            let mut previous: Option<String> = None;
+            for entry in &mut entries {
+                let id = format!("L{}", entry.line_no);
+                entry.parent_id = previous.replace(id.clone());
+                entry.id = Some(id);
+            }
+        }
+        let mut by_id = HashMap::with_capacity(entries.len());
+        for (index, entry) in entries.iter().enumerate() {
+            if let Some(id) = &entry.id {
+                by_id.insert(id.clone(), index);
+            }
+        }
+        Ok(Session {
+            path: path.to_path_buf(),
+            header,
+            entries,
+            skipped_lines: skipped,
+            by_id,
+            file,
+        })
+    }
+
+    /// The entry index of an id (the later of duplicates).
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The leaf: the entry named `explicit`, else the last entry in file order (`None` when the
+    /// session has no entries).
+    pub fn leaf(&self, explicit: Option<&str>) -> Result<Option<usize>, SessionError> {
+        match explicit {
+            Some(id) => self
+                .index_of(id)
+                .map(Some)
+                .ok_or_else(|| SessionError::UnknownLeaf {
+                    leaf: id.to_string(),
+                }),
+            None => Ok(self.entries.len().checked_sub(1)),
+        }
+    }
+
+    /// The active branch: entry indexes from the root to `leaf` (empty for `None`). The walk
+    /// stops at a `null` parent, at a parent id that names no entry, or at a cycle.
+    pub fn active_branch(&self, leaf: Option<usize>) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut seen = vec![false; self.entries.len()];
+        let mut current = leaf;
+        while let Some(index) = current {
+            if seen[index] {
+                break;
+            }
+            seen[index] = true;
+            path.push(index);
+            current = self.entries[index]
+                .parent_id
+                .as_deref()
+                .and_then(|parent| self.index_of(parent));
+        }
+        path.reverse();
+        path
+    }
+
+    /// The raw bytes of one entry's line, re-read from the file (earlier lines never change
+    /// while Pi appends).
+    pub fn raw_line(&self, index: usize) -> Result<Vec<u8>, SessionError> {
+        use std::os::unix::fs::FileExt;
+        let entry = &self.entries[index];
+        let len = usize::try_from(entry.len).expect("a line fits in memory because it was read");
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, entry.offset)
+            .map_err(|source| SessionError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(buf)
+    }
+
+    /// Fully decode one entry (order-preserving objects), with the in-memory migrations
+    /// applied: a v1/v2 `hookMessage` role reads as `custom`.
+    pub fn load(&self, index: usize) -> Result<Value, SessionError> {
+        let raw = self.raw_line(index)?;
+        let mut value = parse_value(&raw).ok_or_else(|| SessionError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "line {} changed since it was read",
+                    self.entries[index].line_no
+                ),
+            ),
+        })?;
+        if self.header.version < 3
+            && let Some(role) = value.pointer_mut("/message/role")
+            && role == "hookMessage"
+        {
+            *role = Value::String("custom".into());
+        }
+        Ok(value)
+    }
+}
+
+/// Parse one JSON line into a value, accepting what `JSON.parse` accepts beyond serde_json's
+/// defaults: lone UTF-16 surrogate escapes read as U+FFFD.
+pub fn parse_value(line: &[u8]) -> Option<Value> {
+    match serde_json::from_slice(line) {
+        Ok(value) => Some(value),
+        Err(_) => serde_json::from_slice(&repair_lone_surrogates(line)?).ok(),
+    }
+}
+
+fn entry_from_raw(
+    raw: skeleton::RawEntry,
+    line_no: u64,
+    offset: u64,
+    len: u64,
+    version: u64,
+) -> Entry {
+    let kind = match raw.kind.as_deref() {
+        Some("message") => {
+            let message = raw.message.unwrap_or_default();
+            let role = match message.role.as_deref() {
+                Some("user") => Role::User,
+                Some("assistant") => Role::Assistant,
+                Some("toolResult") => Role::ToolResult,
+                Some("bashExecution") => Role::BashExecution,
+                Some("custom") => Role::Custom,
+                Some("hookMessage") if version < 3 => Role::Custom,
+                Some("branchSummary") => Role::BranchSummary,
+                Some("compactionSummary") => Role::CompactionSummary,
+                Some("system") => Role::System,
+                other => Role::Other(other.unwrap_or_default().to_string()),
+            };
+            EntryKind::Message(MessageMeta {
+                role,
+                content_is_array: message.content.is_array,
+                has_text: message.content.has_text,
+                tool_calls: message
+                    .content
+                    .tool_calls
+                    .into_iter()
+                    .map(|(id, name)| ToolCallMeta { id, name })
+                    .collect(),
+                tool_call_id: message.tool_call_id,
+                tool_name: message.tool_name,
+            })
+        }
+        Some("compaction") => EntryKind::Compaction,
+        Some("branch_summary") => EntryKind::BranchSummary,
+        Some("custom_message") => EntryKind::CustomMessage {
+            custom_type: raw.custom_type,
+        },
+        Some("custom") => EntryKind::Custom {
+            custom_type: raw.custom_type,
+            window_id: raw.data_window_id,
+        },
+        Some("label") => EntryKind::Label,
+        Some("session_info") => EntryKind::SessionInfo,
+        Some("model_change") => EntryKind::ModelChange,
+        Some("thinking_level_change") => EntryKind::ThinkingLevelChange,
+        Some("usage") => EntryKind::Usage,
+        Some("context_edit") => EntryKind::ContextEdit,
+        other => EntryKind::Other(other.map(str::to_string)),
+    };
+    Entry {
+        line_no,
+        offset,
+        len,
+        id: raw.id,
+        parent_id: raw.parent_id,
+        timestamp: raw.timestamp,
+        kind,
+    }
+}
+
+/// Rewrite `\uD800`–`\uDFFF` escapes that are not part of a valid surrogate pair into
+/// `\uFFFD`, so serde_json accepts a line `JSON.parse` accepts. `None` when there is nothing
+/// to repair (the line is malformed for another reason).
+fn repair_lone_surrogates(line: &[u8]) -> Option<Vec<u8>> {
+    fn hex4(bytes: &[u8]) -> Option<u16> {
+        let text = std::str::from_utf8(bytes.get(..4)?).ok()?;
+        u16::from_str_radix(text, 16).ok()
+    }
+    memchr::memmem::find(line, b"\\u")?;
+    let mut out = Vec::with_capacity(line.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] == b'\\' && i + 1 < line.len() {
+            if line[i + 1] == b'u'
+                && let Some(unit) = hex4(&line[i + 2..])
+            {
+                let is_high = (0xD800..0xDC00).contains(&unit);
+                let is_low = (0xDC00..0xE000).contains(&unit);
+                let paired_low = is_high
+                    && line.get(i + 6..i + 8) == Some(b"\\u")
+                    && hex4(&line[i + 8..]).is_some_and(|u| (0xDC00..0xE000).contains(&u));
+                if is_high && paired_low {
+                    out.extend_from_slice(&line[i..i + 12]);
+                    i += 12;
+                    continue;
+                }
+                if is_high || is_low {
+                    out.extend_from_slice(b"\\uFFFD");
+                    changed = true;
+                    i += 6;
+                    continue;
+                }
+            }
+            // Any other escape: copy both bytes so an escaped backslash is not re-read.
+            out.extend_from_slice(&line[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        out.push(line[i]);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn session_from(text: &str) -> (tempfile::NamedTempFile, Result<Session, SessionError>) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let session = Session::open(file.path());
+        (file, session)
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"sess-1","timestamp":"t"}"#;
+
+    #[test]
+    fn malformed_and_torn_lines_are_skipped_and_counted() {
+        let text = format!(
+            "{HEADER}\n{}\nnot json\n\n{}\n{{\"type\":\"message\",\"id\":\"c\"",
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"yo"}}"#,
+        );
+        let (_f, session) = session_from(&text);
+        let session = session.unwrap();
+        assert_eq!(session.entries.len(), 2);
+        assert_eq!(session.skipped_lines, 2);
+        assert_eq!(session.leaf(None).unwrap(), Some(1));
+        assert_eq!(session.active_branch(Some(1)), vec![0, 1]);
+    }
+
+    #[test]
+    fn last_line_without_newline_still_counts() {
+        let text = format!(
+            "{HEADER}\n{}",
+            r#"{"type":"label","id":"a","parentId":null,"targetId":"x"}"#
+        );
+        let (_f, session) = session_from(&text);
+        assert_eq!(session.unwrap().entries.len(), 1);
+    }
+
+    #[test]
+    fn a_file_without_header_is_not_a_session() {
+        let (_f, session) = session_from("{\"type\":\"message\"}\n");
+        assert_eq!(session.unwrap_err().code(), "not_a_session");
+        let (_f, session) = session_from("");
+        assert_eq!(session.unwrap_err().code(), "not_a_session");
+    }
+
+    #[test]
+    fn v1_files_become_a_linear_chain_and_hook_messages_read_as_custom() {
+        let text = concat!(
+            "{\"type\":\"session\",\"id\":\"old\"}\n",
+            "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n",
+            "{\"type\":\"message\",\"message\":{\"role\":\"hookMessage\",\"content\":\"b\"}}\n",
+        );
+        let (_f, session) = session_from(text);
+        let session = session.unwrap();
+        assert_eq!(session.header.version, 1);
+        assert_eq!(session.entries[1].parent_id.as_deref(), Some("L2"));
+        assert_eq!(session.active_branch(Some(1)), vec![0, 1]);
+        assert!(matches!(
+            &session.entries[1].kind,
+            EntryKind::Message(m) if m.role == Role::Custom
+        ));
+        assert_eq!(session.load(1).unwrap()["message"]["role"], "custom");
+    }
+
+    #[test]
+    fn explicit_leaf_and_unknown_leaf() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n",
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"1"}}"#,
+            r#"{"type":"message","id":"b","parentId":"a","message":{"role":"user","content":"2"}}"#,
+            r#"{"type":"message","id":"c","parentId":"a","message":{"role":"user","content":"3"}}"#,
+        );
+        let (_f, session) = session_from(&text);
+        let session = session.unwrap();
+        assert_eq!(
+            session.active_branch(session.leaf(None).unwrap()),
+            vec![0, 2]
+        );
+        assert_eq!(
+            session.active_branch(session.leaf(Some("b")).unwrap()),
+            vec![0, 1]
+        );
+        assert_eq!(session.leaf(Some("zz")).unwrap_err().code(), "unknown_leaf");
+    }
+
+    #[test]
+    fn lone_surrogates_do_not_drop_a_line() {
+        let text = format!(
+            "{HEADER}\n{}\n",
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"x\ud800y \ud83d\ude00"}}"#
+        );
+        let (_f, session) = session_from(&text);
+        let session = session.unwrap();
+        assert_eq!(session.entries.len(), 1);
+        assert_eq!(
+            session.load(0).unwrap()["message"]["content"],
+            "x\u{fffd}y 😀"
+        );
+    }
+
+    #[test]
+    fn a_cycle_ends_the_walk() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            r#"{"type":"label","id":"a","parentId":"b"}"#,
+            r#"{"type":"label","id":"b","parentId":"a"}"#,
+        );
+        let (_f, session) = session_from(&text);
+        let session = session.unwrap();
+        assert_eq!(session.active_branch(Some(1)), vec![0, 1]);
+    }
+}

@@ -1,0 +1,46 @@
+//! The logical tool-name bindings that model-facing texts (boot block, budget reminder and
+//! warning) refer to. Hosts other than Pi pass their own names; nothing in pi-context's texts
+//! hard-codes a tool name.
+
+use serde::{Deserialize, Serialize};
+
+/// Tool names by role. Every field defaults to the Pi extension's name, so a request may
+/// override only some of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolNames {
+    /// The notes tool family as a whole (Pi: `notes_*`).
+    pub notes: String,
+    /// Lists notes; used to retry an unavailable home (Pi: `notes_list`).
+    pub notes_list: String,
+    /// The history tool family as a whole (Pi: `history_*`).
+    pub history: String,
+    /// Lists the reset windows (Pi: `history_windows`).
+    pub history_windows: String,
+    /// Pages through events (Pi: `history_list`).
+    pub history_list: String,
+    /// Searches events (Pi: `history_search`).
+    pub history_search: String,
+    /// Reads one event whole (Pi: `history_read`).
+    pub history_read: String,
+    /// Reports the room left (Pi: `get_context_remaining`).
+    pub remaining: String,
+    /// Ends the window voluntarily (Pi: `wipe_memory`).
+    pub wipe: String,
+}
+
+impl Default for ToolNames {
+    fn default() -> Self {
+        ToolNames {
+            notes: "notes_*".into(),
+            notes_list: "notes_list".into(),
+            history: "history_*".into(),
+            history_windows: "history_windows".into(),
+            history_list: "history_list".into(),
+            history_search: "history_search".into(),
+            history_read: "history_read".into(),
+            remaining: "get_context_remaining".into(),
+            wipe: "wipe_memory".into(),
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The note file format: a `---` fenced block of `key: scalar` lines, a blank line, then the
+//! body verbatim. Parsing keeps every key (unknown and legacy snake_case ones included) in file
+//! order; serialisation writes the known keys in their fixed order, then every other key in
+//! insertion order. No interpretation of values happens here (see `note.rs`).
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+/// Keys written first, in this order, when present.
+pub const KNOWN_KEY_ORDER: [&str; 10] = [
+    "origin",
+    "crumpledAt",
+    "createdAt",
+    "updatedAt",
+    "lastAccessed",
+    "accessCount",
+    "sourceWindow",
+    "supersedes",
+    "recurrenceCount",
+    "recurrenceWindows",
+];
+
+/// A parsed note file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed<'a> {
+    /// Whether a closed frontmatter block was found.
+    pub has_frontmatter: bool,
+    /// Every key of the block, in first-seen order (a duplicate's last value wins).
+    pub fields: Map<String, Value>,
+    /// The body (after the fence and one blank line). Without a block: the raw text unchanged.
+    pub body: Cow<'a, str>,
+}
+
+/// Byte range of the frontmatter block: `(start_of_first_key_line, start_of_closing_fence,
+/// start_of_body)`, or `None` when the text has no closed block.
+fn locate(raw: &str) -> Option<(usize, usize, usize)> {
+    let text = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+    let bom = raw.len() - text.len();
+    let first_end = text.find('\n').unwrap_or(text.len());
+    if text[..first_end].trim() != "---" || first_end == text.len() {
+        return None;
+    }
+    let keys_start = bom + first_end + 1;
+    let mut pos = keys_start;
+    loop {
+        let rest = &raw[pos..];
+        let line_len = rest.find('\n');
+        let line = &rest[..line_len.unwrap_or(rest.len())];
+        if line.trim() == "---" {
+            let after_fence = match line_len {
+                Some(n) => pos + n + 1,
+                None => raw.len(),
+            };
+            // Drop exactly one following empty line (a lone `\r` counts as empty).
+            let rest = &raw[after_fence..];
+            let body_start = if rest.starts_with('\n') {
+                after_fence + 1
+            } else if rest.starts_with("\r\n") || rest == "\r" {
+                after_fence + rest.len().min(2)
+            } else {
+                after_fence
+            };
+            return Some((keys_start, pos, body_start));
+        }
+        match line_len {
+            Some(n) => pos += n + 1,
+            None => return None,
+        }
+    }
+}
+
+/// Parse a note file.
+///
+/// ```
+/// use pi_context::notes::frontmatter;
+/// let raw = "---\norigin: self\ncreated_at: 2020-01-01\nx-custom: \"a b\"\n---\n\nhello";
+/// let parsed = frontmatter::parse(raw);
+/// assert_eq!(parsed.body, "hello");
+/// let keys: Vec<&str> = parsed.fields.keys().map(String::as_str).collect();
+/// assert_eq!(keys, ["origin", "created_at", "x-custom"]);
+/// assert_eq!(frontmatter::serialize(&parsed.fields, &parsed.body), raw);
+/// ```
+pub fn parse(raw: &str) -> Parsed<'_> {
+    let Some((keys_start, fence, body_start)) = locate(raw) else {
+        return Parsed {
+            has_frontmatter: false,
+            fields: Map::new(),
+            body: Cow::Borrowed(raw),
+        };
+    };
+    let fields = parse_fields(&raw[keys_start..fence]);
+    let body = &raw[body_start..];
+    let body = if body.contains('\r') {
+        // Lines lose one trailing `\r` each when a block exists.
+        let mut out = body.replace("\r\n", "\n");
+        if out.ends_with('\r') {
+            out.pop();
+        }
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(body)
+    };
+    Parsed {
+        has_frontmatter: true,
+        fields,
+        body,
+    }
+}
+
+/// Only the key lines of the block (cheap: the body is not touched). `None` without a block.
+pub fn parse_fields_only(raw: &str) -> Option<Map<String, Value>> {
+    let (keys_start, fence, _) = locate(raw)?;
+    Some(parse_fields(&raw[keys_start..fence]))
+}
+
+/// Whether the block of `raw` has a line starting with `key:` (a byte scan, no parsing).
+pub fn block_has_key(raw: &[u8], key: &str) -> bool {
+    let Ok(text) = std::str::from_utf8(&raw[..raw.len().min(64 * 1024)]) else {
+        // Invalid UTF-8 (or a cut inside a char): fall back to the exact parse.
+        return parse_fields_only(&String::from_utf8_lossy(raw))
+            .is_some_and(|f| f.contains_key(key));
+    };
+    let Some((keys_start, fence, _)) = locate(text) else {
+        if raw.len() > 64 * 1024 {
+            return parse_fields_only(&String::from_utf8_lossy(raw))
+                .is_some_and(|f| f.contains_key(key));
+        }
+        return false;
+    };
+    text[keys_start..fence].split('\n').any(|line| {
+        line.strip_prefix(key)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })
+}
+
+fn parse_fields(block: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
+    let mut lines = block
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .peekable();
+    while let Some(line) = lines.next() {
+        let Some((key, rest)) = split_key(line) else {
+            continue;
+        };
+        let value = if rest.trim().is_empty() {
+            let mut items = Vec::new();
+            while let Some(item) = lines.peek().and_then(|l| list_item(l)) {
+                items.push(scalar(item));
+                lines.next();
+            }
+            Value::Array(items)
+        } else {
+            scalar(rest)
+        };
+        fields.insert(key.to_owned(), value);
+    }
+    fields
+}
+
+/// `^([A-Za-z_][A-Za-z0-9_-]*):(.*)$`
+fn split_key(line: &str) -> Option<(&str, &str)> {
+    let colon = line.find(':')?;
+    let key = &line[..colon];
+    let mut bytes = key.bytes();
+    let first = bytes.next()?;
+    if !(first.is_ascii_alphabetic() || first == b'_') {
+        return None;
+    }
+    if !bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return None;
+    }
+    Some((key, &line[colon + 1..]))
+}
+
+/// `^\s*-\s+` → the rest of the line.
+fn list_item(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('-')?;
+    let trimmed = rest.trim_start();
+    if trimmed.len() == rest.len() {
+        return None;
+    }
+    Some(trimmed)
+}
+
+/// Scalar rule: trim; empty → `""`; strict JSON if it parses; else strip one pair of matching
+/// quotes; else the trimmed text.
+pub fn scalar(text: &str) -> Value {
+    let text = text.trim();
+    if text.is_empty() {
+        return Value::String(String::new());
+    }
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        return value;
+    }
+    for quote in ['"', '\''] {
+        if text.len() >= 2 && text.starts_with(quote) && text.ends_with(quote) {
+            return Value::String(text[1..text.len() - 1].to_owned());
+        }
+    }
+    Value::String(text.to_owned())
+}
+
+/// How one value is written: bare when it is a plain token (`^[A-Za-z0-9_.+\-:/]+$` and not a
+/// YAML reserved word), compact JSON otherwise.
+pub fn write_scalar(value: &Value, out: &mut String) {
+    if let Value::String(s) = value
+        && !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.+-:/".contains(&b))
+        && !["true", "false", "null", "yes", "no", "on", "off", "~"]
+            .contains(&s.to_ascii_lowercase().as_str())
+    {
+        out.push_str(s);
+        return;
+    }
+    out.push_str(&serde_json::to_string(value).expect("JSON values always serialise"));
+}
+
+/// The frontmatter block alone: `---\n<lines>\n---`.
+pub fn serialize_block(fields: &Map<String, Value>) -> String {
+    let mut out = String::from("---\n");
+    let mut first = true;
+    let mut line = |key: &str, value: &Value, out: &mut String| {
+        if !first {
+            out.push('\n');
+        }
+        first = false;
+        out.push_str(key);
+        out.push_str(": ");
+        write_scalar(value, out);
+    };
+    for key in KNOWN_KEY_ORDER {
+        if let Some(value) = fields.get(key) {
+            line(key, value, &mut out);
+        }
+    }
+    for (key, value) in fields {
+        if key == "scope" || KNOWN_KEY_ORDER.contains(&key.as_str()) {
+            continue;
+        }
+        line(key, value, &mut out);
+    }
+    out.push_str("\n---");
+    out
+}
+
+/// A whole note file: block, blank line, body. `scope` is never written.
+pub fn serialize(fields: &Map<String, Value>, body: &str) -> String {
+    let mut out = serialize_block(fields);
+    out.reserve(body.len() + 3);
+    out.push_str("\n\n");
+    out.push_str(body);
+    out
+}
+
+/// Content supplied by a caller loses a leading frontmatter block (so callers cannot inject
+/// metadata); content without a closed block is kept verbatim.
+pub fn strip_leading_frontmatter(content: &str) -> Cow<'_, str> {
+    parse(content).body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_and_snake_case_keys_survive_a_round_trip_in_order() {
+        let raw = "---\norigin: user\ncreatedAt: 2026-01-01T00:00:00.000+00:00\ncreated_at: 2020-01-01\naccess_count: 3\nzeta: \"two words\"\n__proto__: x\nalpha: [1,2]\n---\n\nbody\nline";
+        let parsed = parse(raw);
+        let keys: Vec<&str> = parsed.fields.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "origin",
+                "createdAt",
+                "created_at",
+                "access_count",
+                "zeta",
+                "__proto__",
+                "alpha"
+            ]
+        );
+        assert_eq!(parsed.fields["access_count"], json!(3));
+        assert_eq!(serialize(&parsed.fields, &parsed.body), raw);
+    }
+
+    #[test]
+    fn known_keys_are_written_first_and_scope_never() {
+        let raw = "---\nzeta: 1\nscope: human\naccessCount: 2\norigin: self\n---\n\nb";
+        let parsed = parse(raw);
+        assert_eq!(
+            serialize(&parsed.fields, &parsed.body),
+            "---\norigin: self\naccessCount: 2\nzeta: 1\n---\n\nb"
+        );
+    }
+
+    #[test]
+    fn block_lists_duplicates_and_ignored_lines() {
+        let parsed = parse(
+            "---\nlist:\n  - a\n  - \"b c\"\n# comment\n  indented: x\nk: 1\nk: 2\nempty:\n---\nbody",
+        );
+        assert_eq!(parsed.fields["list"], json!(["a", "b c"]));
+        assert_eq!(parsed.fields["k"], json!(2));
+        assert_eq!(parsed.fields["empty"], json!([]));
+        assert_eq!(parsed.fields.len(), 3);
+        assert_eq!(parsed.body, "body");
+        assert_eq!(
+            serialize(&parsed.fields, &parsed.body),
+            "---\nlist: [\"a\",\"b c\"]\nk: 2\nempty: []\n---\n\nbody"
+        );
+    }
+
+    #[test]
+    fn scalars() {
+        assert_eq!(scalar(" 17 "), json!(17));
+        assert_eq!(scalar("true"), json!(true));
+        assert_eq!(scalar("'quoted'"), json!("quoted"));
+        assert_eq!(scalar("0123"), json!("0123"));
+        assert_eq!(
+            scalar("2026-01-01T00:00:00.000+00:00"),
+            json!("2026-01-01T00:00:00.000+00:00")
+        );
+        let mut out = String::new();
+        write_scalar(&json!("yes"), &mut out);
+        write_scalar(&json!(" "), &mut out);
+        write_scalar(&json!("a/b:c"), &mut out);
+        assert_eq!(out, "\"yes\"\" \"a/b:c");
+    }
+
+    #[test]
+    fn no_block_means_raw_body_and_crlf_is_normalised_inside_one() {
+        let raw = "\u{feff}no fence\r\n---\n";
+        let parsed = parse(raw);
+        assert!(!parsed.has_frontmatter);
+        assert_eq!(parsed.body, raw);
+        let parsed = parse("\u{feff}---\r\norigin: self\r\n---\r\n\r\na\r\nb\r");
+        assert_eq!(parsed.fields["origin"], json!("self"));
+        assert_eq!(parsed.body, "a\nb");
+        assert_eq!(parse("---\nx: 1\nno close").body, "---\nx: 1\nno close");
+    }
+
+    #[test]
+    fn injected_frontmatter_is_stripped_from_written_content() {
+        assert_eq!(
+            strip_leading_frontmatter("---\nscope: human\nnonsense: true\n---\nreal body"),
+            "real body"
+        );
+        assert_eq!(strip_leading_frontmatter("plain"), "plain");
+    }
+
+    #[test]
+    fn key_scan_agrees_with_the_parse() {
+        assert!(block_has_key(b"---\ncrumpledAt: x\n---\n\nb", "crumpledAt"));
+        assert!(!block_has_key(
+            b"---\nx: 1\n---\n\ncrumpledAt: x",
+            "crumpledAt"
+        ));
+        assert!(!block_has_key(b"---\n crumpledAt: x\n---\n", "crumpledAt"));
+        assert!(!block_has_key(b"crumpledAt: x", "crumpledAt"));
+    }
+}

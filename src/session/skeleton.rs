@@ -1,0 +1,516 @@
+//! The light per-line decode of a session file: only what the tree, seq allocation, reset
+//! windows and call/result pairing need (type, ids, timestamp, role, tool-call ids and names,
+//! marker window ids, whether a message has text). Everything else — message text, tool
+//! output, arguments, usage — is skipped by serde's `IgnoredAny` without being allocated, so
+//! the whole-file pass stays close to memory bandwidth. It must not interpret fields beyond
+//! that: full decoding of one entry is `super::parse_value`.
+//!
+//! Fields of an unexpected JSON type are ignored rather than failing the line, the way Pi's
+//! JavaScript reader keeps such lines: only a line that is not one JSON object is malformed.
+//! Duplicate keys keep the last value, as `JSON.parse` does.
+
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// What the light decode extracts from one line.
+#[derive(Debug, Default)]
+pub(crate) struct RawEntry {
+    pub kind: Option<String>,
+    pub id: Option<String>,
+    pub parent_id: Option<String>,
+    pub timestamp: Option<String>,
+    pub custom_type: Option<String>,
+    /// `data.windowId` when `data` is an object and `windowId` a string.
+    pub data_window_id: Option<String>,
+    pub message: Option<RawMessage>,
+    /// Header only: `version` when it is a non-negative integer.
+    pub version: Option<u64>,
+    pub version_present: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct RawMessage {
+    pub role: Option<String>,
+    pub content: ContentMeta,
+    pub tool_call_id: Option<String>,
+    pub tool_name: Option<String>,
+}
+
+/// What the content of a message looks like, without its text.
+#[derive(Debug, Default)]
+pub(crate) struct ContentMeta {
+    pub is_array: bool,
+    /// Whether `contentText(content)` is non-empty: a non-empty string, or text blocks
+    /// whose joined text is non-empty (two empty text blocks join to `"\n"`).
+    pub has_text: bool,
+    /// The `toolCall` blocks in content order: (`id` when a string, `name` when a string).
+    pub tool_calls: Vec<(Option<String>, Option<String>)>,
+}
+
+/// Decode one line. `Err` means the line is not one JSON object (malformed).
+pub(crate) fn decode(line: &[u8]) -> Result<RawEntry, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    let entry = de.deserialize_map(EntryVisitor)?;
+    de.end()?;
+    Ok(entry)
+}
+
+/// A string field that tolerates other JSON types (they read as absent).
+struct LooseString;
+
+impl<'de> DeserializeSeed<'de> for LooseString {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(LooseStringVisitor)
+    }
+}
+
+struct LooseStringVisitor;
+
+macro_rules! ignore_scalars {
+    ($ret:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+    };
+}
+
+macro_rules! ignore_compounds {
+    ($ret:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($ret)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($ret)
+        }
+    };
+}
+
+impl<'de> Visitor<'de> for LooseStringVisitor {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    ignore_scalars!(None);
+    ignore_compounds!(None);
+}
+
+/// The top-level keys we care about, decoded without allocating.
+#[derive(Clone, Copy)]
+enum Key {
+    Type,
+    Id,
+    ParentId,
+    Timestamp,
+    CustomType,
+    Data,
+    Message,
+    Version,
+    Role,
+    Content,
+    ToolCallId,
+    ToolName,
+    Name,
+    Text,
+    WindowId,
+    Other,
+}
+
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(match v {
+            "type" => Key::Type,
+            "id" => Key::Id,
+            "parentId" => Key::ParentId,
+            "timestamp" => Key::Timestamp,
+            "customType" => Key::CustomType,
+            "data" => Key::Data,
+            "message" => Key::Message,
+            "version" => Key::Version,
+            "role" => Key::Role,
+            "content" => Key::Content,
+            "toolCallId" => Key::ToolCallId,
+            "toolName" => Key::ToolName,
+            "name" => Key::Name,
+            "text" => Key::Text,
+            "windowId" => Key::WindowId,
+            _ => Key::Other,
+        })
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = RawEntry;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let mut entry = RawEntry::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key {
+                Key::Type => entry.kind = map.next_value_seed(LooseString)?,
+                Key::Id => entry.id = map.next_value_seed(LooseString)?,
+                Key::ParentId => entry.parent_id = map.next_value_seed(LooseString)?,
+                Key::Timestamp => entry.timestamp = map.next_value_seed(LooseString)?,
+                Key::CustomType => entry.custom_type = map.next_value_seed(LooseString)?,
+                Key::Data => entry.data_window_id = map.next_value_seed(DataSeed)?,
+                Key::Message => entry.message = map.next_value_seed(MessageSeed)?,
+                Key::Version => {
+                    entry.version_present = true;
+                    entry.version = map.next_value_seed(LooseU64)?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(entry)
+    }
+}
+
+/// `version`: a non-negative integer (a float with an integral value counts, as in JS).
+struct LooseU64;
+
+impl<'de> DeserializeSeed<'de> for LooseU64 {
+    type Value = Option<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(LooseU64Visitor)
+    }
+}
+
+struct LooseU64Visitor;
+
+impl<'de> Visitor<'de> for LooseU64Visitor {
+    type Value = Option<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(u64::try_from(v).ok())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok((v.fract() == 0.0 && v >= 0.0 && v < 1e18).then_some(v as u64))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    ignore_compounds!(None);
+}
+
+/// `data` of a custom entry: only `windowId` (reset markers) matters.
+struct DataSeed;
+
+impl<'de> DeserializeSeed<'de> for DataSeed {
+    type Value = Option<String>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(DataVisitor)
+    }
+}
+
+struct DataVisitor;
+
+impl<'de> Visitor<'de> for DataVisitor {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    ignore_scalars!(None);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut window_id = None;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key {
+                Key::WindowId => window_id = map.next_value_seed(LooseString)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(window_id)
+    }
+}
+
+struct MessageSeed;
+
+impl<'de> DeserializeSeed<'de> for MessageSeed {
+    type Value = Option<RawMessage>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(MessageVisitor)
+    }
+}
+
+struct MessageVisitor;
+
+impl<'de> Visitor<'de> for MessageVisitor {
+    type Value = Option<RawMessage>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    ignore_scalars!(None);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut message = RawMessage::default();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key {
+                Key::Role => message.role = map.next_value_seed(LooseString)?,
+                Key::Content => message.content = map.next_value_seed(ContentSeed)?,
+                Key::ToolCallId => message.tool_call_id = map.next_value_seed(LooseString)?,
+                Key::ToolName => message.tool_name = map.next_value_seed(LooseString)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(message))
+    }
+}
+
+struct ContentSeed;
+
+impl<'de> DeserializeSeed<'de> for ContentSeed {
+    type Value = ContentMeta;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(ContentVisitor)
+    }
+}
+
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = ContentMeta;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(ContentMeta {
+            has_text: !v.is_empty(),
+            ..ContentMeta::default()
+        })
+    }
+    ignore_scalars!(ContentMeta::default());
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(ContentMeta::default())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut meta = ContentMeta {
+            is_array: true,
+            ..ContentMeta::default()
+        };
+        let mut text_blocks = 0usize;
+        while let Some(block) = seq.next_element_seed(BlockSeed)? {
+            match block {
+                Block::Text { non_empty } => {
+                    text_blocks += 1;
+                    meta.has_text |= non_empty;
+                }
+                Block::ToolCall { id, name } => meta.tool_calls.push((id, name)),
+                Block::Other => {}
+            }
+        }
+        // Joined with "\n": two or more text blocks are never an empty text.
+        meta.has_text |= text_blocks >= 2;
+        Ok(meta)
+    }
+}
+
+enum Block {
+    Text {
+        non_empty: bool,
+    },
+    ToolCall {
+        id: Option<String>,
+        name: Option<String>,
+    },
+    Other,
+}
+
+struct BlockSeed;
+
+impl<'de> DeserializeSeed<'de> for BlockSeed {
+    type Value = Block;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = Block;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Block::Other)
+    }
+    ignore_scalars!(Block::Other);
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Block::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kind: Option<String> = None;
+        let mut id = None;
+        let mut name = None;
+        // None: no string `text`; Some(non_empty).
+        let mut text: Option<bool> = None;
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key {
+                Key::Type => kind = map.next_value_seed(LooseString)?,
+                Key::Id => id = map.next_value_seed(LooseString)?,
+                Key::Name => name = map.next_value_seed(LooseString)?,
+                Key::Text => text = map.next_value_seed(TextProbe)?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(match kind.as_deref() {
+            Some("text") => match text {
+                Some(non_empty) => Block::Text { non_empty },
+                None => Block::Other,
+            },
+            Some("toolCall") => Block::ToolCall { id, name },
+            _ => Block::Other,
+        })
+    }
+}
+
+/// Whether a `text` value is a string, and whether it is non-empty — without copying it.
+struct TextProbe;
+
+impl<'de> DeserializeSeed<'de> for TextProbe {
+    type Value = Option<bool>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(TextProbeVisitor)
+    }
+}
+
+struct TextProbeVisitor;
+
+impl<'de> Visitor<'de> for TextProbeVisitor {
+    type Value = Option<bool>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(!v.is_empty()))
+    }
+    ignore_scalars!(None);
+    ignore_compounds!(None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_assistant_tool_calls_and_text_presence() {
+        let line = br#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":""},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}},{"type":"toolCall","name":"bash"}]}}"#;
+        let entry = decode(line).unwrap();
+        assert_eq!(entry.kind.as_deref(), Some("message"));
+        assert_eq!(entry.parent_id, None);
+        let message = entry.message.unwrap();
+        assert!(message.content.is_array);
+        assert!(!message.content.has_text);
+        assert_eq!(
+            message.content.tool_calls,
+            vec![
+                (Some("c1".into()), Some("read".into())),
+                (None, Some("bash".into()))
+            ]
+        );
+    }
+
+    #[test]
+    fn two_empty_text_blocks_are_text() {
+        let line = br#"{"type":"message","message":{"role":"user","content":[{"type":"text","text":""},{"type":"text","text":""}]}}"#;
+        assert!(decode(line).unwrap().message.unwrap().content.has_text);
+    }
+
+    #[test]
+    fn wrong_types_are_ignored_not_fatal() {
+        let line = br#"{"type":"custom","id":5,"parentId":{"x":1},"customType":"pi-context/reset-marker","data":{"windowId":7}}"#;
+        let entry = decode(line).unwrap();
+        assert_eq!(entry.id, None);
+        assert_eq!(entry.parent_id, None);
+        assert_eq!(entry.data_window_id, None);
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value() {
+        let entry = decode(br#"{"type":"a","type":"b"}"#).unwrap();
+        assert_eq!(entry.kind.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn non_objects_and_torn_lines_are_malformed() {
+        assert!(decode(b"[1,2]").is_err());
+        assert!(decode(br#"{"type":"message","id":"a""#).is_err());
+        assert!(decode(b"{} {}").is_err());
+    }
+}
