@@ -46,6 +46,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;notes-write' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -54,6 +60,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;notes-read' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -62,6 +74,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;notes-update' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -70,6 +88,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;notes-list' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -78,6 +102,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;notes-search' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -86,6 +116,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;project-key' {
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory to key [default: the working directory]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -126,6 +157,15 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;boot-render' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
+            [CompletionResult]::new('--window-id', '--window-id', [CompletionResultType]::ParameterName, 'The window this boot opens [default: the session''s root window id]')
+            [CompletionResult]::new('--previous-window-id', '--previous-window-id', [CompletionResultType]::ParameterName, 'The window active before this one (omit for the root boot)')
+            [CompletionResult]::new('--opened-at', '--opened-at', [CompletionResultType]::ParameterName, 'When boot construction began (RFC 3339); every relative age is against it [default: now]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -42,6 +42,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'pi-context;notes-write'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -49,6 +55,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;notes-read'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -56,6 +68,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;notes-update'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -63,6 +81,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;notes-list'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -70,6 +94,12 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;notes-search'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -77,6 +107,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;project-key'= {
+            cand --cwd 'Directory to key [default: the working directory]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -112,6 +143,15 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;boot-render'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
+            cand --window-id 'The window this boot opens [default: the session''s root window id]'
+            cand --previous-window-id 'The window active before this one (omit for the root boot)'
+            cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -46,31 +46,62 @@ complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "dream-fs" -d 
 complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "doctor" -d 'Check a notes home without changing it'
 complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c pi-context -n "__fish_pi_context_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-write" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -l cwd -d 'Directory to key [default: the working directory]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand project-key" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
@@ -96,6 +127,15 @@ text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s V -l version -d 'Print version'
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l model -d 'Model id; the slug of the part after the last "/" names @model/ [default: default]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l window-id -d 'The window this boot opens [default: the session\'s root window id]' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l previous-window-id -d 'The window active before this one (omit for the root boot)' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l opened-at -d 'When boot construction began (RFC 3339); every relative age is against it [default: now]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"

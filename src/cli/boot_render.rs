@@ -1,11 +1,172 @@
-//! `pi-context boot-render`: render the boot block.
+//! `pi-context boot-render`: load the five-home snapshot once and render the boot block for the
+//! head of a context window. Identity, window ids and `opened_at` come from flags; the request
+//! carries only the tool-name bindings.
 
-use crate::cli::common::{Exit, not_implemented};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, ToolNames, Windows};
+use crate::cli::common::{Exit, IdentityArgs, emit, read_request};
 use crate::cli::{Ctx, Io};
+use crate::envelope::{Refusal, Reply};
 
+/// Render the boot block for the head of a context window: identity, the recovery protocol,
+/// the MAP.md bodies and the recent-notes index. Reads {"tools": {...}} on stdin (optional).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Identity (`--session-id` is required here: it names the session home and the root
+    /// window id).
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    /// The window this boot opens [default: the session's root window id].
+    #[arg(long, value_name = "ID")]
+    pub window_id: Option<String>,
+    /// The window active before this one (omit for the root boot).
+    #[arg(long, value_name = "ID")]
+    pub previous_window_id: Option<String>,
+    /// When boot construction began (RFC 3339); every relative age is against it [default: now].
+    #[arg(long, value_name = "TIME")]
+    pub opened_at: Option<String>,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("boot-render", ctx, io)
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Request {
+    tools: ToolNames,
+}
+
+#[derive(Debug, Serialize)]
+struct HomeReport {
+    home: HomeKind,
+    label: &'static str,
+    /// The displayed address prefix of the home.
+    address: String,
+    unavailable: bool,
+    /// Live notes other than the MAP.
+    live_notes: usize,
+    /// Recent rows shown (≤ the home's cap).
+    shown: usize,
+    cap: usize,
+    map: bool,
+    map_cut: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Unavailable {
+    home: HomeKind,
+    label: &'static str,
+    error: String,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let request: Request = match read_request(io) {
+        Ok(request) => request,
+        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
+    };
+    let reply = match render(&args, &request, ctx) {
+        Ok(reply) => reply,
+        Err(refusal) => Reply::refused(refusal),
+    };
+    emit(&reply, ctx, io)
+}
+
+fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
+    let opened_at: DateTime<FixedOffset> = match &args.opened_at {
+        None => ctx.now,
+        Some(text) => DateTime::parse_from_rfc3339(text).map_err(|e| {
+            Refusal::plain(
+                "invalid_request",
+                format!("--opened-at must be an RFC 3339 timestamp ({e}): {text:?}"),
+            )
+        })?,
+    };
+    let Some(session_id) = args.identity.session_id.clone() else {
+        return Err(Refusal::plain(
+            "invalid_request",
+            "boot-render needs --session-id (it names the session home and the root window id)",
+        ));
+    };
+    let identity = args.identity.resolve(ctx)?;
+    let (agent, model) = (identity.agent.clone(), identity.model.clone());
+    let layout = Layout {
+        root: identity.root.clone(),
+        session_id: session_id.clone(),
+        project_key: identity.project_key.clone(),
+        agent: identity.agent.clone(),
+        model: identity.model.clone(),
+    };
+    let first = boot::root_window_id(&session_id);
+    let windows = Windows {
+        current: args
+            .window_id
+            .clone()
+            .filter(|w| !w.is_empty())
+            .unwrap_or_else(|| first.clone()),
+        previous: args.previous_window_id.clone().filter(|p| !p.is_empty()),
+        first,
+    };
+    let snapshot = boot::load_snapshot(&layout, opened_at.timestamp_millis());
+    let boot_identity = BootIdentity { agent, model };
+    let text = boot::render(&boot_identity, &windows, &snapshot, &request.tools);
+
+    let homes: Vec<HomeReport> = HomeKind::ORDER
+        .into_iter()
+        .map(|kind| home_report(kind, &snapshot, &layout))
+        .collect();
+    let unavailable: Vec<Unavailable> = boot::load::LOAD_ORDER
+        .into_iter()
+        .filter_map(|kind| {
+            snapshot
+                .home(kind)
+                .unavailable
+                .as_ref()
+                .map(|error| Unavailable {
+                    home: kind,
+                    label: kind.label(),
+                    error: error.clone(),
+                })
+        })
+        .collect();
+    let notice = (!unavailable.is_empty()).then(|| {
+        let labels: Vec<&str> = unavailable.iter().map(|u| u.label).collect();
+        format!(
+            "pi-context: notes index incomplete: could not open {}; {} can retry after recovery.",
+            labels.join(", "),
+            request.tools.notes_list
+        )
+    });
+    let data = json!({
+        "window_id": windows.current,
+        "first_window_id": windows.first,
+        "previous_window_id": windows.previous,
+        "opened_at": opened_at.to_rfc3339_opts(SecondsFormat::Millis, false),
+        "identity": {
+            "session_id": session_id,
+            "project_key": layout.project_key,
+            "agent": layout.agent,
+            "model": layout.model,
+        },
+        "homes": homes,
+        "unavailable": unavailable,
+        "notice": notice,
+        "text_chars": text.chars().count(),
+    });
+    Ok(Reply::ok(data, text))
+}
+
+fn home_report(kind: HomeKind, snapshot: &Snapshot, layout: &Layout) -> HomeReport {
+    let home = snapshot.home(kind);
+    let map = home.map.as_ref().filter(|m| !m.body.is_empty());
+    HomeReport {
+        home: kind,
+        label: kind.label(),
+        address: layout.prefix(kind),
+        unavailable: home.unavailable.is_some(),
+        live_notes: home.live_notes,
+        shown: home.recent.len().min(kind.cap()),
+        cap: kind.cap(),
+        map: map.is_some(),
+        map_cut: map.is_some_and(|m| boot::render::map_is_cut(&m.body)),
+    }
 }

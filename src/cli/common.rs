@@ -48,12 +48,23 @@ pub enum Format {
 }
 
 /// Refusal codes that mean "the request itself is malformed" (exit 2).
-const USAGE_CODES: &[&str] = &["invalid_request"];
+const USAGE_CODES: &[&str] = &["invalid_request", "invalid_identity"];
 /// Refusal codes that mean "we failed", not "you asked for something refusable" (exit 70).
 const INTERNAL_CODES: &[&str] = &["io_error", "internal"];
 
 /// Print `reply` in the chosen format and return the exit code its outcome implies.
 pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    emit_with_cause(reply, None, ctx, io)
+}
+
+/// [`emit`], with the cause of an I/O or internal failure appended to its one stderr line
+/// (the envelope's message stays fixed and path-free).
+pub fn emit_with_cause(
+    reply: &Reply,
+    cause: Option<&str>,
+    ctx: &Ctx,
+    io: &mut Io,
+) -> anyhow::Result<Exit> {
     let exit = match &reply.outcome {
         Ok(_) => Exit::Ok,
         Err(r) if USAGE_CODES.contains(&r.code.as_str()) => Exit::Usage,
@@ -72,7 +83,10 @@ pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     if exit == Exit::Internal
         && let Err(r) = &reply.outcome
     {
-        writeln!(io.stderr, "error: {}", r.message)?;
+        match cause {
+            Some(cause) => writeln!(io.stderr, "error: {}: {cause}", r.message)?,
+            None => writeln!(io.stderr, "error: {}", r.message)?,
+        }
     }
     io.stdout.flush()?;
     Ok(exit)
@@ -122,6 +136,64 @@ pub fn resolve_notes_home(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
         }
     };
     absolute_from(&ctx.cwd, &chosen)
+}
+
+/// The identity flags shared by every command that touches notes (`notes-*`, `boot-render`):
+/// flatten this into a command's `Args` and call [`IdentityArgs::resolve`].
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct IdentityArgs {
+    /// Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes].
+    #[arg(long, value_name = "DIR")]
+    pub notes_home: Option<PathBuf>,
+    /// Pi session id: names this session's home (bare addresses). Without it, bare addresses
+    /// are refused with `no_session` and listings skip the session home.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Directory whose repository names the project home [default: the working directory].
+    #[arg(long, value_name = "DIR", conflicts_with = "project_key")]
+    pub cwd: Option<PathBuf>,
+    /// Use this project key instead of deriving one from --cwd.
+    #[arg(long, value_name = "KEY")]
+    pub project_key: Option<String>,
+    /// Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined,
+    /// else anonymous].
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Model id; the slug of the part after the last "/" names @model/ [default: default].
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+}
+
+impl IdentityArgs {
+    /// Resolve flags and environment into a validated identity; an invalid value is an
+    /// `invalid_identity` refusal (exit 2).
+    pub fn resolve(&self, ctx: &Ctx) -> Result<crate::notes::Identity, Refusal> {
+        use crate::notes::{Identity, model_slug, project_key, slugify};
+        let root = resolve_notes_home(self.notes_home.as_deref(), ctx);
+        let project = match &self.project_key {
+            Some(key) => key.clone(),
+            None => {
+                let dir = self.cwd.as_deref().unwrap_or(&ctx.cwd);
+                project_key(&absolute_from(&ctx.cwd, dir))
+            }
+        };
+        let agent = match (&self.agent, ctx.var("PI_NOTES_AGENT")) {
+            (Some(flag), _) => slugify(flag),
+            (None, Some(env)) => slugify(env),
+            (None, None) => "anonymous".into(),
+        };
+        let model = self
+            .model
+            .as_deref()
+            .map_or_else(|| "default".into(), model_slug);
+        Identity::new(root, self.session_id.as_deref(), &project, &agent, &model).map_err(|e| {
+            Refusal::new(
+                "invalid_identity",
+                e.message,
+                Some(json!({"field": e.field})),
+            )
+        })
+    }
 }
 
 /// `path` made absolute against `base` and lexically normalised (no symlink resolution).

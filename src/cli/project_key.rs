@@ -1,11 +1,31 @@
-//! `pi-context project-key`: print the project key of a directory.
+//! `pi-context project-key`: print the project key of a directory (the key that names its
+//! `@project/` home). Reads no request.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde_json::json;
+
+use crate::cli::common::{Exit, absolute_from, emit};
 use crate::cli::{Ctx, Io};
+use crate::envelope::Reply;
+use crate::notes::identity::{key_of_root, project_root};
 
+/// Print the project key of a directory: {"project_key", "root"}. Linked worktrees share the
+/// key of their main checkout.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Directory to key [default: the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<std::path::PathBuf>,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("project-key", ctx, io)
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let dir = absolute_from(&ctx.cwd, args.cwd.as_deref().unwrap_or(&ctx.cwd));
+    let root = project_root(&dir);
+    let key = key_of_root(&root);
+    let root = root.to_string_lossy().into_owned();
+    let text = key.clone();
+    emit(
+        &Reply::ok(json!({"project_key": key, "root": root}), text),
+        ctx,
+        io,
+    )
 }

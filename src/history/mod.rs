@@ -1,2 +1,564 @@
-//! The history projection of a Pi session: seq-addressed events, reset windows, and the four
-//! history operations (windows, list, read, search) with their bounded results and texts.
+//! The history projection of a Pi session and the four history operations — windows, list,
+//! search, read — with their bounded results and model-facing texts (spec `history.md`,
+//! pi-context 0.35.0, snake_case wire fields). Each operation reads the session once through
+//! `crate::session`, projects the active branch from the light skeleton, and decodes full
+//! entries only for the events it shows (list, read) or that may match (search). It never
+//! writes, prints, reads the environment or the clock; the CLI layer turns a [`Rendered`] or a
+//! [`HistoryError`] into the envelope.
+//!
+//! ```no_run
+//! use pi_context::history::{self, ListOptions};
+//! let page = history::list("session.jsonl".as_ref(), None, &ListOptions::default())
+//!     .expect("a readable session");
+//! println!("{}", page.text);
+//! ```
+
+pub mod document;
+pub mod jsjson;
+pub mod matcher;
+pub mod page;
+pub mod projection;
+pub mod read;
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+pub use document::{Document, Loader, ToolFacts, ToolStatus};
+pub use projection::{Event, EventRole, Projection, Window};
+pub use read::ReadOptions;
+
+use crate::envelope::{Refusal, fits};
+use crate::session::{Session, SessionError};
+use page::{PageSpec, RowSource, Visible};
+
+/// Default `limit` of list and search pages.
+pub const DEFAULT_LIMIT: usize = 20;
+/// Default `max_chars_per_item`.
+pub const DEFAULT_MAX_CHARS_PER_ITEM: usize = 1200;
+/// Window ids reported with `unknown_window_id`.
+const KNOWN_WINDOWS_REPORTED: usize = 25;
+
+/// A successful, bounded result: the `data` of the envelope and the text rendered from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub data: Value,
+    pub text: String,
+}
+
+/// Why a history operation refused. Each variant has a stable [`HistoryError::code`].
+#[derive(Debug)]
+pub enum HistoryError {
+    Session(SessionError),
+    UnknownWindowId {
+        window_id: String,
+        known: Vec<String>,
+    },
+    InvalidQuery(String),
+    PageTooLarge {
+        rows: usize,
+    },
+    WindowsTooLarge,
+    ReadTooLarge {
+        total_chars: usize,
+        offset_chars: usize,
+    },
+    /// Past the highest seq.
+    UnknownSeq {
+        seq: u64,
+        highest_seq: u64,
+    },
+    /// On the branch but no readable event.
+    NoEvent {
+        seq: u64,
+    },
+    NotOnBranch {
+        seq: u64,
+    },
+    NotAnEvent {
+        seq: u64,
+        read_seq: u64,
+    },
+    InvalidOffset {
+        seq: u64,
+        window_id: String,
+        offset_chars: i64,
+        total_chars: usize,
+    },
+}
+
+impl From<SessionError> for HistoryError {
+    fn from(e: SessionError) -> Self {
+        HistoryError::Session(e)
+    }
+}
+
+impl HistoryError {
+    /// The stable refusal code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HistoryError::Session(e) => e.code(),
+            HistoryError::UnknownWindowId { .. } => "unknown_window_id",
+            HistoryError::InvalidQuery(_) => "invalid_query",
+            HistoryError::PageTooLarge { .. } => "page_too_large",
+            HistoryError::WindowsTooLarge | HistoryError::ReadTooLarge { .. } => "output_too_large",
+            HistoryError::UnknownSeq { .. } | HistoryError::NoEvent { .. } => "unknown_seq",
+            HistoryError::NotOnBranch { .. } => "not_on_branch",
+            HistoryError::NotAnEvent { .. } => "not_an_event",
+            HistoryError::InvalidOffset { .. } => "invalid_offset",
+        }
+    }
+
+    /// The bounded refusal for the envelope.
+    pub fn to_refusal(&self) -> Refusal {
+        let code = self.code();
+        match self {
+            HistoryError::Session(e) => {
+                let details = match e {
+                    SessionError::UnknownLeaf { leaf } => Some(json!({ "leaf": leaf })),
+                    _ => None,
+                };
+                Refusal::new(code, e.to_string(), details)
+            }
+            HistoryError::UnknownWindowId { window_id, known } => {
+                let mut details = json!({
+                    "window_id": window_id,
+                    "known_windows": known.iter().take(KNOWN_WINDOWS_REPORTED).collect::<Vec<_>>(),
+                });
+                if known.len() > KNOWN_WINDOWS_REPORTED {
+                    details["known_windows_omitted"] = json!(known.len() - KNOWN_WINDOWS_REPORTED);
+                }
+                Refusal::new(
+                    code,
+                    format!(
+                        "unknown window_id {}",
+                        serde_json::to_string(window_id).unwrap_or_default()
+                    ),
+                    Some(details),
+                )
+            }
+            HistoryError::InvalidQuery(message) => Refusal::plain(code, message.clone()),
+            HistoryError::PageTooLarge { rows } => Refusal::new(
+                code,
+                format!(
+                    "{rows} history rows and their fold summary do not fit one response even at their smallest; narrow the range with before/after or read one seq"
+                ),
+                Some(json!({ "rows": rows })),
+            ),
+            HistoryError::WindowsTooLarge => Refusal::plain(
+                code,
+                "The session identity does not fit one history_windows response.",
+            ),
+            HistoryError::ReadTooLarge {
+                total_chars,
+                offset_chars,
+            } => Refusal::new(
+                code,
+                "The response metadata leaves no room for a progressing read window.",
+                Some(json!({
+                    "total_chars": total_chars,
+                    "offset_chars": offset_chars,
+                    "budget_bytes": crate::envelope::OUTPUT_BUDGET_BYTES,
+                })),
+            ),
+            HistoryError::UnknownSeq { seq, highest_seq } => Refusal::new(
+                code,
+                format!("unknown seq {seq}: this session's items run 1..{highest_seq}"),
+                Some(json!({ "seq": seq, "highest_seq": highest_seq })),
+            ),
+            HistoryError::NoEvent { seq } => Refusal::new(
+                code,
+                format!("seq {seq} is on this branch but carries no readable event"),
+                Some(json!({ "seq": seq })),
+            ),
+            HistoryError::NotOnBranch { seq } => Refusal::new(
+                code,
+                format!("seq {seq} is on another branch and is not readable here"),
+                Some(json!({ "seq": seq })),
+            ),
+            HistoryError::NotAnEvent { seq, read_seq } => Refusal::new(
+                code,
+                format!(
+                    "seq {seq} is a tool result already shown inside the call at seq {read_seq}; read that seq instead"
+                ),
+                Some(json!({ "seq": seq, "read_seq": read_seq })),
+            ),
+            HistoryError::InvalidOffset {
+                seq,
+                window_id,
+                offset_chars,
+                total_chars,
+            } => Refusal::new(
+                code,
+                format!(
+                    "offset_chars {offset_chars} is past the end: the item has {total_chars} chars; the largest legal offset is {total_chars} (an empty end-read)"
+                ),
+                Some(json!({
+                    "seq": seq,
+                    "window_id": window_id,
+                    "offset_chars": offset_chars,
+                    "total_chars": total_chars,
+                })),
+            ),
+        }
+    }
+}
+
+/// The shared filters of list and search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Max event rows (≥ 1).
+    pub limit: usize,
+    /// `None`: list shows the conversation view (non-empty user/assistant events, the rest
+    /// folded); search searches every role.
+    pub roles: Option<Vec<EventRole>>,
+    /// Exclusive upper seq bound.
+    pub before: Option<u64>,
+    /// Exclusive lower seq bound.
+    pub after: Option<u64>,
+    pub window_id: Option<String>,
+    /// Preview length in code points (≥ 1).
+    pub max_chars_per_item: usize,
+}
+
+impl Default for ListOptions {
+    fn default() -> Self {
+        ListOptions {
+            limit: DEFAULT_LIMIT,
+            roles: None,
+            before: None,
+            after: None,
+            window_id: None,
+            max_chars_per_item: DEFAULT_MAX_CHARS_PER_ITEM,
+        }
+    }
+}
+
+/// An opened session with its active-branch projection.
+pub struct Opened {
+    pub session: Session,
+    pub projection: Projection,
+}
+
+/// Read `path` and project the branch ending at `leaf` (default: the last entry).
+pub fn open(path: &Path, leaf: Option<&str>) -> Result<Opened, HistoryError> {
+    open_inspecting(path, leaf, |_, _| {})
+}
+
+fn open_inspecting(
+    path: &Path,
+    leaf: Option<&str>,
+    inspect: impl FnMut(usize, &[u8]),
+) -> Result<Opened, HistoryError> {
+    let session = Session::open_inspecting(path, inspect)?;
+    let leaf = session.leaf(leaf)?;
+    let branch = session.active_branch(leaf);
+    let projection = Projection::build(&session, &branch);
+    Ok(Opened {
+        session,
+        projection,
+    })
+}
+
+#[derive(Serialize)]
+struct WindowRow<'a> {
+    window_id: &'a str,
+    created_at: Option<&'a str>,
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
+    item_count: usize,
+}
+
+#[derive(Serialize)]
+struct WindowsData<'a> {
+    session_id: &'a str,
+    windows: Vec<WindowRow<'a>>,
+    more: usize,
+    skipped_lines: u64,
+}
+
+/// `history-windows`: the windows of the active branch, oldest first (§9).
+pub fn windows(path: &Path, leaf: Option<&str>) -> Result<Rendered, HistoryError> {
+    let opened = open(path, leaf)?;
+    windows_in(&opened)
+}
+
+fn windows_of_data<'a>(opened: &'a Opened, shown: usize) -> WindowsData<'a> {
+    let projection = &opened.projection;
+    let rows = projection.windows[..shown]
+        .iter()
+        .map(|w| {
+            let events = &projection.events[w.events.clone()];
+            WindowRow {
+                window_id: &w.window_id,
+                created_at: w.created_at.as_deref(),
+                first_seq: events.first().map(|e| e.seq),
+                last_seq: events.last().map(|e| e.seq),
+                item_count: events.len(),
+            }
+        })
+        .collect();
+    WindowsData {
+        session_id: &projection.session_id,
+        windows: rows,
+        more: projection.windows.len() - shown,
+        skipped_lines: opened.session.skipped_lines,
+    }
+}
+
+fn render_windows(data: &WindowsData) -> String {
+    let seq = |s: Option<u64>| s.map_or("-".to_string(), |s| s.to_string());
+    let mut lines = vec![format!("session {}", data.session_id)];
+    for w in &data.windows {
+        lines.push(format!(
+            "window {} | seqs {}-{} | {} events",
+            w.window_id,
+            seq(w.first_seq),
+            seq(w.last_seq),
+            w.item_count
+        ));
+    }
+    if data.more > 0 {
+        lines.push(format!(
+            "{} more windows not shown; history_list also reports window ids on events",
+            data.more
+        ));
+    }
+    let mut text = lines.join("\n");
+    page::push_skipped_note(&mut text, data.skipped_lines);
+    text
+}
+
+/// [`windows`] over an already opened session.
+pub fn windows_in(opened: &Opened) -> Result<Rendered, HistoryError> {
+    // Oldest first, stopping at the first row that does not fit.
+    let total = opened.projection.windows.len();
+    let mut best = None;
+    for shown in 0..=total {
+        let data = windows_of_data(opened, shown);
+        let text = render_windows(&data);
+        if !fits(&data, &text) {
+            break;
+        }
+        best = Some(Rendered {
+            data: serde_json::to_value(&data).expect("window rows serialise"),
+            text,
+        });
+    }
+    best.ok_or(HistoryError::WindowsTooLarge)
+}
+
+fn check_window(projection: &Projection, window_id: Option<&str>) -> Result<(), HistoryError> {
+    if let Some(id) = window_id
+        && !projection.windows.iter().any(|w| w.window_id == id)
+    {
+        return Err(HistoryError::UnknownWindowId {
+            window_id: id.to_string(),
+            known: projection
+                .windows
+                .iter()
+                .map(|w| w.window_id.clone())
+                .collect(),
+        });
+    }
+    Ok(())
+}
+
+/// Events passing the window and role filters (and, for `conversation`, the non-empty
+/// user/assistant rule), as event indexes ascending by seq.
+fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) -> Vec<usize> {
+    projection
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            options
+                .window_id
+                .as_deref()
+                .is_none_or(|id| projection.windows[e.window].window_id == id)
+        })
+        .filter(|(_, e)| match &options.roles {
+            Some(roles) => roles.contains(&e.role),
+            None if conversation => {
+                matches!(e.role, EventRole::User | EventRole::Assistant) && e.has_text
+            }
+            None => true,
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn created_at_fn(session: &Session) -> impl Fn(usize) -> Option<String> + '_ {
+    move |entry| session.entries[entry].timestamp.clone()
+}
+
+/// `history-list`: one page of events (§13).
+pub fn list(
+    path: &Path,
+    leaf: Option<&str>,
+    options: &ListOptions,
+) -> Result<Rendered, HistoryError> {
+    let opened = open(path, leaf)?;
+    list_in(&opened, options)
+}
+
+/// [`list`] over an already opened session.
+pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, HistoryError> {
+    let projection = &opened.projection;
+    check_window(projection, options.window_id.as_deref())?;
+    let fold = options.roles.is_none();
+    let vis: Vec<Visible> = filtered(projection, options, true)
+        .into_iter()
+        .map(|event| Visible {
+            event,
+            seq: projection.events[event].seq,
+            offset: None,
+        })
+        .collect();
+    let foldable: Vec<usize> = if fold {
+        projection
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| matches!(e.role, EventRole::Tool | EventRole::Context))
+            .filter(|(_, e)| {
+                options
+                    .window_id
+                    .as_deref()
+                    .is_none_or(|id| projection.windows[e.window].window_id == id)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let created_at = created_at_fn(&opened.session);
+    let mut loader = Loader::new(&opened.session);
+    let mut rows = RowSource::new(projection, &created_at, |event: usize| {
+        Ok(document::build(&mut loader, &projection.events[event])?)
+    });
+    let spec = PageSpec {
+        limit: options.limit,
+        before: options.before,
+        after: options.after,
+        max_chars_per_item: options.max_chars_per_item,
+        fold,
+    };
+    let (page, text) = page::select(
+        &vis,
+        &foldable,
+        &spec,
+        &mut rows,
+        opened.session.skipped_lines,
+    )?;
+    Ok(Rendered {
+        data: serde_json::to_value(&page).expect("pages serialise"),
+        text,
+    })
+}
+
+/// `history-search`: events whose document contains any of `queries`, case-insensitively
+/// (§14). Lines are tested cheaply while the file streams, and only lines that may match are
+/// decoded.
+pub fn search(
+    path: &Path,
+    leaf: Option<&str>,
+    queries: &[String],
+    options: &ListOptions,
+) -> Result<Rendered, HistoryError> {
+    let valid = !queries.is_empty() && queries.iter().all(|q| !q.is_empty());
+    let matcher = if valid {
+        Some(matcher::Matcher::new(queries))
+    } else {
+        None
+    };
+    let prefilter = matcher
+        .as_ref()
+        .and_then(|m| m.as_ref().ok())
+        .filter(|m| m.has_prefilter());
+    let mut maybe: Vec<bool> = Vec::new();
+    let opened = open_inspecting(path, leaf, |index, line| {
+        if let Some(m) = prefilter {
+            if maybe.len() <= index {
+                maybe.resize(index + 1, false);
+            }
+            maybe[index] = m.raw_may_match(line);
+        }
+    })?;
+    let projection = &opened.projection;
+    check_window(projection, options.window_id.as_deref())?;
+    let matcher = match &matcher {
+        None if queries.is_empty() => {
+            return Err(HistoryError::InvalidQuery(
+                "query must be a string or a non-empty array of strings".into(),
+            ));
+        }
+        None => {
+            return Err(HistoryError::InvalidQuery(
+                "query strings must be non-empty: an empty query matches everything".into(),
+            ));
+        }
+        Some(Err(e)) => {
+            return Err(HistoryError::InvalidQuery(format!(
+                "query does not compile to a literal matcher: {e}"
+            )));
+        }
+        Some(Ok(m)) => m,
+    };
+    let lower = options.after.unwrap_or(0);
+    let upper = options.before.unwrap_or(u64::MAX);
+    let may_match =
+        |entry: usize| prefilter.is_none() || maybe.get(entry).copied().unwrap_or(false);
+    let mut loader = Loader::new(&opened.session);
+    let mut vis = Vec::new();
+    for event in filtered(projection, options, false) {
+        let e = &projection.events[event];
+        if e.seq <= lower || e.seq >= upper {
+            continue;
+        }
+        let candidate = match e.source {
+            projection::Source::Call { entry, result, .. } => {
+                may_match(entry) || result.is_some_and(may_match)
+            }
+            other => may_match(other.entry()),
+        };
+        if !candidate {
+            continue;
+        }
+        let doc = document::build(&mut loader, e)?;
+        if let Some(byte) = matcher.find(&doc.text) {
+            vis.push(Visible {
+                event,
+                seq: e.seq,
+                offset: Some(document::char_len(&doc.text[..byte])),
+            });
+        }
+    }
+    let created_at = created_at_fn(&opened.session);
+    let mut rows = RowSource::new(projection, &created_at, |event: usize| {
+        Ok(document::build(&mut loader, &projection.events[event])?)
+    });
+    let spec = PageSpec {
+        limit: options.limit,
+        before: options.before,
+        after: options.after,
+        max_chars_per_item: options.max_chars_per_item,
+        fold: false,
+    };
+    let (page, text) = page::select(&vis, &[], &spec, &mut rows, opened.session.skipped_lines)?;
+    Ok(Rendered {
+        data: serde_json::to_value(&page).expect("pages serialise"),
+        text,
+    })
+}
+
+/// `history-read`: one event's document window (§15).
+pub fn read(
+    path: &Path,
+    leaf: Option<&str>,
+    options: &ReadOptions,
+) -> Result<Rendered, HistoryError> {
+    let opened = open(path, leaf)?;
+    read::read_in(&opened, options)
+}

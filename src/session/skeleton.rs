@@ -234,7 +234,7 @@ impl<'de> Visitor<'de> for LooseU64Visitor {
         Ok(u64::try_from(v).ok())
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-        Ok((v.fract() == 0.0 && v >= 0.0 && v < 1e18).then_some(v as u64))
+        Ok((v.fract() == 0.0 && (0.0..1e18).contains(&v)).then_some(v as u64))
     }
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(None)

@@ -1,11 +1,33 @@
-//! `pi-context history-list`: page through a session's events.
+//! `pi-context history-list`: one page of a session's events.
 
-use crate::cli::common::{Exit, not_implemented};
+use super::{FilterFields, SessionArgs, finish, invalid};
+use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
+use crate::envelope::Reply;
 
+/// Page through a session's events: by default the newest page of the conversation (user and
+/// assistant turns, tool and context runs folded). Request on stdin: `{"limit", "roles",
+/// "before", "after", "window_id", "max_chars_per_item"}`, all optional; pass `older_before`
+/// back as `before` (or `newer_after` as `after`) to page.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub source: SessionArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("history-list", ctx, io)
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let request = match read_request::<FilterFields>(io) {
+        Ok(request) => request,
+        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
+    };
+    let options = match request.options() {
+        Ok(options) => options,
+        Err(message) => return invalid(message, ctx, io),
+    };
+    let path = args.source.path(ctx);
+    finish(
+        crate::history::list(&path, args.source.leaf.as_deref(), &options),
+        ctx,
+        io,
+    )
 }

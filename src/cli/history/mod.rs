@@ -1,6 +1,170 @@
-//! The `history-*` family: one module per verb over `crate::history`.
+//! The `history-*` family: one module per verb over `crate::history`, plus what they share —
+//! the session flags and the tolerant request fields. Requests follow Pi's own argument
+//! handling (coercion before validation: `"5"` reads as 5, a single role string as a
+//! one-element list, `null` as an omitted field); anything still malformed is
+//! `invalid_request` (exit 2) before the session is read.
 
 pub mod list;
 pub mod read;
 pub mod search;
 pub mod windows;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+use crate::cli::common::{absolute_from, emit};
+use crate::cli::{Ctx, Exit, Io};
+use crate::envelope::{Refusal, Reply};
+use crate::history::{EventRole, HistoryError, ListOptions, Rendered};
+
+/// Which session, and which branch of it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SessionArgs {
+    /// The Pi session file (JSONL) to read; it is never modified.
+    #[arg(long, value_name = "FILE")]
+    pub session: PathBuf,
+    /// Entry id of the leaf whose root-to-leaf path is the active branch [default: the file's
+    /// last entry, which is what Pi shows when it reopens the file].
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+}
+
+impl SessionArgs {
+    pub fn path(&self, ctx: &Ctx) -> PathBuf {
+        absolute_from(&ctx.cwd, &self.session)
+    }
+}
+
+/// Print a domain outcome.
+pub fn finish(
+    outcome: Result<Rendered, HistoryError>,
+    ctx: &Ctx,
+    io: &mut Io,
+) -> anyhow::Result<Exit> {
+    let reply = match outcome {
+        Ok(rendered) => Reply::ok(rendered.data, rendered.text),
+        Err(err) => Reply::refused(err.to_refusal()),
+    };
+    emit(&reply, ctx, io)
+}
+
+/// Print an `invalid_request` refusal (exit 2).
+pub fn invalid(message: impl Into<String>, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    emit(
+        &Reply::refused(Refusal::plain(
+            "invalid_request",
+            format!("invalid request: {}", message.into()),
+        )),
+        ctx,
+        io,
+    )
+}
+
+/// An integer field as Pi coerces it: a JSON integer (or integral float) or a string holding
+/// one. Anything else is kept as the raw value so validation can name it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LooseInt {
+    Int(i64),
+    Bad(Value),
+}
+
+impl<'de> Deserialize<'de> for LooseInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let int = match &value {
+            Value::Number(n) => n.as_i64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .map(|f| f as i64)
+            }),
+            Value::String(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        };
+        Ok(int.map_or(LooseInt::Bad(value), LooseInt::Int))
+    }
+}
+
+/// Validate an optional integer field: `Ok(None)` when absent.
+pub fn int_field(
+    name: &str,
+    value: &Option<LooseInt>,
+    min: i64,
+    max: Option<i64>,
+) -> Result<Option<i64>, String> {
+    match value {
+        None => Ok(None),
+        Some(LooseInt::Bad(raw)) => Err(format!("{name} must be an integer, got {raw}")),
+        Some(LooseInt::Int(n)) if *n < min => {
+            Err(format!("{name} must be at least {min}, got {n}"))
+        }
+        Some(LooseInt::Int(n)) if max.is_some_and(|m| *n > m) => Err(format!(
+            "{name} must be at most {}, got {n}",
+            max.unwrap_or_default()
+        )),
+        Some(LooseInt::Int(n)) => Ok(Some(*n)),
+    }
+}
+
+/// The filter fields list and search share, as sent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilterFields {
+    #[serde(default)]
+    pub limit: Option<LooseInt>,
+    #[serde(default)]
+    pub roles: Option<Value>,
+    #[serde(default)]
+    pub before: Option<LooseInt>,
+    #[serde(default)]
+    pub after: Option<LooseInt>,
+    #[serde(default)]
+    pub window_id: Option<String>,
+    #[serde(default)]
+    pub max_chars_per_item: Option<LooseInt>,
+}
+
+impl FilterFields {
+    /// Validate into domain options (the schema checks of history.md §17).
+    pub fn options(&self) -> Result<ListOptions, String> {
+        let defaults = ListOptions::default();
+        let roles = match &self.roles {
+            None | Some(Value::Null) => None,
+            Some(value) => {
+                let items: Vec<&Value> = match value {
+                    Value::Array(items) => items.iter().collect(),
+                    single => vec![single],
+                };
+                if items.is_empty() {
+                    return Err("roles must list at least one role".into());
+                }
+                let roles = items
+                    .into_iter()
+                    .map(|item| match item.as_str() {
+                        Some("user") => Ok(EventRole::User),
+                        Some("assistant") => Ok(EventRole::Assistant),
+                        Some("tool") => Ok(EventRole::Tool),
+                        Some("context") => Ok(EventRole::Context),
+                        _ => Err(format!(
+                            "roles items must be one of user, assistant, tool, context; got {item}"
+                        )),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Some(roles)
+            }
+        };
+        if self.window_id.as_deref() == Some("") {
+            return Err("window_id must not be empty".into());
+        }
+        Ok(ListOptions {
+            limit: int_field("limit", &self.limit, 1, None)?.map_or(defaults.limit, |n| n as usize),
+            roles,
+            before: int_field("before", &self.before, 1, None)?.map(|n| n as u64),
+            after: int_field("after", &self.after, 1, None)?.map(|n| n as u64),
+            window_id: self.window_id.clone(),
+            max_chars_per_item: int_field("max_chars_per_item", &self.max_chars_per_item, 1, None)?
+                .map_or(defaults.max_chars_per_item, |n| n as usize),
+        })
+    }
+}

@@ -1,11 +1,62 @@
-//! `pi-context history-read`: read one event's document window.
+//! `pi-context history-read`: one event's document window.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{LooseInt, SessionArgs, finish, int_field, invalid};
+use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
+use crate::envelope::Reply;
+use crate::history::read::{DEFAULT_LIMIT_CHARS, MAX_LIMIT_CHARS, ReadOptions};
 
+/// Read one event by seq: a window of its document (default 12,000 characters; a negative
+/// `offset_chars` counts back from the end), with tool execution metadata. Request on stdin:
+/// `{"seq", "offset_chars", "limit_chars"}`; continue with `next_offset_chars`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub source: SessionArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("history-read", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    seq: Option<LooseInt>,
+    #[serde(default)]
+    offset_chars: Option<LooseInt>,
+    #[serde(default)]
+    limit_chars: Option<LooseInt>,
+}
+
+fn options(request: &Request) -> Result<ReadOptions, String> {
+    let seq = int_field("seq", &request.seq, 1, None)?.ok_or("seq is required")?;
+    Ok(ReadOptions {
+        seq: seq as u64,
+        offset_chars: int_field("offset_chars", &request.offset_chars, i64::MIN, None)?
+            .unwrap_or(0),
+        limit_chars: int_field(
+            "limit_chars",
+            &request.limit_chars,
+            1,
+            Some(MAX_LIMIT_CHARS as i64),
+        )?
+        .map_or(DEFAULT_LIMIT_CHARS, |n| n as usize),
+    })
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let request = match read_request::<Request>(io) {
+        Ok(request) => request,
+        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
+    };
+    let options = match options(&request) {
+        Ok(options) => options,
+        Err(message) => return invalid(message, ctx, io),
+    };
+    let path = args.source.path(ctx);
+    finish(
+        crate::history::read(&path, args.source.leaf.as_deref(), &options),
+        ctx,
+        io,
+    )
 }

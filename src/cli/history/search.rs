@@ -1,11 +1,85 @@
-//! `pi-context history-search`: search a session's events.
+//! `pi-context history-search`: events whose document contains a literal.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{FilterFields, LooseInt, SessionArgs, finish, invalid};
+use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
+use crate::envelope::Reply;
 
+/// Search a session's events (all roles, including tool names, arguments, output and nested
+/// calls) for literals, case-insensitively; several queries are ORed. Request on stdin:
+/// `{"query": "text" | ["a", "b"], "limit", "roles", "before", "after", "window_id",
+/// "max_chars_per_item"}`. Each hit's `offset_chars` addresses the document `history-read`
+/// returns for that seq.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub source: SessionArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("history-search", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    query: Option<Value>,
+    #[serde(default)]
+    limit: Option<LooseInt>,
+    #[serde(default)]
+    roles: Option<Value>,
+    #[serde(default)]
+    before: Option<LooseInt>,
+    #[serde(default)]
+    after: Option<LooseInt>,
+    #[serde(default)]
+    window_id: Option<String>,
+    #[serde(default)]
+    max_chars_per_item: Option<LooseInt>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let request = match read_request::<Request>(io) {
+        Ok(request) => request,
+        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
+    };
+    let queries: Vec<String> = match &request.query {
+        None | Some(Value::Null) => return invalid("query is required", ctx, io),
+        Some(Value::String(q)) => vec![q.clone()],
+        Some(Value::Array(items)) if !items.is_empty() => {
+            match items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect()
+            {
+                Some(queries) => queries,
+                None => return invalid("query array elements must be strings", ctx, io),
+            }
+        }
+        Some(_) => {
+            return invalid(
+                "query must be a string or a non-empty array of strings",
+                ctx,
+                io,
+            );
+        }
+    };
+    let filters = FilterFields {
+        limit: request.limit,
+        roles: request.roles,
+        before: request.before,
+        after: request.after,
+        window_id: request.window_id,
+        max_chars_per_item: request.max_chars_per_item,
+    };
+    let options = match filters.options() {
+        Ok(options) => options,
+        Err(message) => return invalid(message, ctx, io),
+    };
+    let path = args.source.path(ctx);
+    finish(
+        crate::history::search(&path, args.source.leaf.as_deref(), &queries, &options),
+        ctx,
+        io,
+    )
 }

@@ -1,11 +1,32 @@
-//! `pi-context history-windows`: the reset windows of the active branch.
+//! `pi-context history-windows`: the reset windows of the active branch, oldest first.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{SessionArgs, finish};
+use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
+use crate::envelope::Reply;
 
+/// List the reset windows of a session's active branch, oldest first, with their seq ranges
+/// and event counts. Request on stdin: `{}` (no fields).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub source: SessionArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("history-windows", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    if let Err(refusal) = read_request::<Request>(io) {
+        return emit(&Reply::refused(refusal), ctx, io);
+    }
+    let path = args.source.path(ctx);
+    finish(
+        crate::history::windows(&path, args.source.leaf.as_deref()),
+        ctx,
+        io,
+    )
 }

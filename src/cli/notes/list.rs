@@ -1,11 +1,57 @@
-//! `pi-context notes-list`: list notes, recent first.
+//! `pi-context notes-list`: list notes, most recently updated first.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{finish, invalid_request, parse_scope, prepare};
+use crate::cli::common::{Exit, IdentityArgs};
 use crate::cli::{Ctx, Io};
+use crate::notes::Query;
+use crate::notes::wire::list_result;
 
+/// List notes, most recently updated first. Request (all optional): {"pattern", "scope",
+/// "who", "wastebasket", "limit"}.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("notes-list", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    who: Option<String>,
+    #[serde(default)]
+    wastebasket: Option<bool>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+        Ok(prepared) => prepared,
+        Err(exit) => return Ok(exit),
+    };
+    if request.limit == Some(0) {
+        return invalid_request("invalid request: limit must be at least 1", ctx, io);
+    }
+    let result = parse_scope(request.scope.as_deref()).and_then(|scope| {
+        let query = Query {
+            pattern: request.pattern,
+            scope,
+            who: request.who,
+            wastebasket: request.wastebasket.unwrap_or(false),
+        };
+        let listing = store.list_with_status(&query)?;
+        list_result(
+            &listing,
+            request.limit.map(|l| l as usize),
+            store.identity(),
+        )
+    });
+    finish(result, ctx, io)
 }

@@ -1,11 +1,56 @@
-//! `pi-context notes-read`: read a window of a note's body.
+//! `pi-context notes-read`: read a window of a note's body, with its metadata.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{finish, invalid_request, prepare};
+use crate::cli::common::{Exit, IdentityArgs};
 use crate::cli::{Ctx, Io};
+use crate::notes::wire::{DEFAULT_READ_WINDOW_CHARS, MAX_READ_WINDOW_CHARS, read_result};
+use crate::notes::{ErrorKind, NoteError};
 
+/// Read a window of a note's body. Request: {"address", "offset_chars"?, "limit_chars"?}.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("notes-read", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    address: String,
+    #[serde(default)]
+    offset_chars: Option<i64>,
+    #[serde(default)]
+    limit_chars: Option<u64>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+        Ok(prepared) => prepared,
+        Err(exit) => return Ok(exit),
+    };
+    let limit = request
+        .limit_chars
+        .unwrap_or(DEFAULT_READ_WINDOW_CHARS as u64);
+    if limit == 0 || limit > MAX_READ_WINDOW_CHARS as u64 {
+        return invalid_request(
+            format!(
+                "invalid request: limit_chars must be between 1 and {MAX_READ_WINDOW_CHARS} (got {limit})"
+            ),
+            ctx,
+            io,
+        );
+    }
+    // The read (and its access bump) happens before the offset is judged, as the original.
+    let result = store.read(&request.address, ctx.now).and_then(|note| {
+        let note = note.ok_or_else(|| NoteError::new(ErrorKind::NotFound, "note not found"))?;
+        read_result(
+            &note,
+            request.offset_chars.unwrap_or(0),
+            limit as usize,
+            store.identity(),
+        )
+    });
+    finish(result, ctx, io)
 }

@@ -1,11 +1,87 @@
-//! `pi-context notes-search`: search note bodies.
+//! `pi-context notes-search`: search note bodies for literals, case-insensitively.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{finish, invalid_request, parse_scope, prepare};
+use crate::cli::common::{Exit, IdentityArgs};
 use crate::cli::{Ctx, Io};
+use crate::notes::wire::search_result;
+use crate::notes::{ErrorKind, NoteError, Query};
 
+/// Search note bodies for one literal or several (OR'd), case-insensitively. Request:
+/// {"query": string | [string], "pattern"?, "scope"?, "who"?, "wastebasket"?, "limit"?,
+/// "max_matches_per_file"?}.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("notes-search", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    query: Value,
+    #[serde(default)]
+    pattern: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    who: Option<String>,
+    #[serde(default)]
+    wastebasket: Option<bool>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    max_matches_per_file: Option<u64>,
+}
+
+fn queries(value: Value) -> Result<Vec<String>, NoteError> {
+    let invalid = |m: &str| NoteError::new(ErrorKind::InvalidQuery, m);
+    match value {
+        Value::String(s) => Ok(vec![s]),
+        Value::Array(items) if !items.is_empty() => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s),
+                _ => Err(invalid("query array elements must be strings")),
+            })
+            .collect(),
+        _ => Err(invalid(
+            "query must be a string or a non-empty array of strings",
+        )),
+    }
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+        Ok(prepared) => prepared,
+        Err(exit) => return Ok(exit),
+    };
+    if request.limit == Some(0) || request.max_matches_per_file == Some(0) {
+        return invalid_request(
+            "invalid request: limit and max_matches_per_file must be at least 1",
+            ctx,
+            io,
+        );
+    }
+    let result = queries(request.query).and_then(|queries| {
+        let query = Query {
+            pattern: request.pattern,
+            scope: parse_scope(request.scope.as_deref())?,
+            who: request.who,
+            wastebasket: request.wastebasket.unwrap_or(false),
+        };
+        let listing = store.search_with_status(
+            &queries,
+            &query,
+            request.max_matches_per_file.map(|m| m as usize),
+        )?;
+        search_result(
+            &listing,
+            request.limit.map(|l| l as usize),
+            store.identity(),
+        )
+    });
+    finish(result, ctx, io)
 }

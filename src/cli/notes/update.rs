@@ -1,11 +1,90 @@
-//! `pi-context notes-update`: edit, crumple, re-origin or rename a note.
+//! `pi-context notes-update`: edit, crumple, smooth, re-origin or rename a note.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{finish, prepare};
+use crate::cli::common::{Exit, IdentityArgs};
 use crate::cli::{Ctx, Io};
+use crate::notes::wire::{rename_result, update_result};
+use crate::notes::{Edit, ErrorKind, NoteError, Origin, UpdateOptions};
 
+/// Edit, crumple, smooth, re-origin or rename a note. Request: {"address", "edits"?:
+/// [{"oldText","newText"}], "replace_all"?, "origin"?, "crumpled"?, "rename_to"?}.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("notes-update", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    address: String,
+    #[serde(default)]
+    edits: Option<Vec<EditRequest>>,
+    #[serde(default)]
+    origin: Option<Origin>,
+    #[serde(default)]
+    crumpled: Option<bool>,
+    #[serde(default)]
+    replace_all: Option<bool>,
+    #[serde(default)]
+    rename_to: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditRequest {
+    #[serde(rename = "oldText")]
+    old_text: String,
+    #[serde(rename = "newText")]
+    new_text: String,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+        Ok(prepared) => prepared,
+        Err(exit) => return Ok(exit),
+    };
+    let edits: Vec<Edit> = request
+        .edits
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| Edit {
+            old_text: e.old_text,
+            new_text: e.new_text,
+        })
+        .collect();
+    let rename_to = request.rename_to.filter(|r| !r.is_empty());
+    let result = match rename_to {
+        Some(target) => {
+            if !edits.is_empty()
+                || request.origin.is_some()
+                || request.crumpled.is_some()
+                || request.replace_all == Some(true)
+            {
+                Err(NoteError::new(
+                    ErrorKind::InvalidScope,
+                    "rename_to is used alone: do not combine it with edits, origin, crumpled, or replace_all",
+                ))
+            } else {
+                store
+                    .rename(&request.address, &target, ctx.now)
+                    .and_then(|receipt| rename_result(&receipt, store.identity()))
+            }
+        }
+        None => store
+            .update(
+                &request.address,
+                &edits,
+                UpdateOptions {
+                    origin: request.origin,
+                    crumpled: request.crumpled,
+                    replace_all: request.replace_all.unwrap_or(false),
+                },
+                ctx.now,
+            )
+            .and_then(|receipt| update_result(&receipt, store.identity())),
+    };
+    finish(result, ctx, io)
 }

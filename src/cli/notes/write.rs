@@ -1,11 +1,36 @@
 //! `pi-context notes-write`: create or overwrite a note.
 
-use crate::cli::common::{Exit, not_implemented};
+use serde::Deserialize;
+
+use super::{finish, prepare};
+use crate::cli::common::{Exit, IdentityArgs};
 use crate::cli::{Ctx, Io};
+use crate::notes::Origin;
+use crate::notes::wire::write_result;
 
+/// Create or overwrite a note. Request: {"address", "content", "origin"?}.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    not_implemented("notes-write", ctx, io)
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    address: String,
+    content: String,
+    #[serde(default)]
+    origin: Option<Origin>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+        Ok(prepared) => prepared,
+        Err(exit) => return Ok(exit),
+    };
+    let result = store
+        .write(&request.address, &request.content, request.origin, ctx.now)
+        .map(|receipt| write_result(&receipt, store.identity()));
+    finish(result, ctx, io)
 }
