@@ -22,31 +22,21 @@ export interface BootWindows {
 
 export interface Boot {
 	text: string;
-	/** Labels of homes that could not be read (the boot still rendered). */
-	unavailable: string[];
+	/** The one UI warning when some homes could not be read (the boot still rendered), else null. */
+	notice: string | null;
 }
 
-/** `boot-render` for one window head. `openedAt` is captured by the caller before any await. */
+/**
+ * `boot-render` for one window head. `openedAt` is captured by the caller before any await.
+ * The first (root) window id is derived by the binary from the session id.
+ */
 export async function renderBoot(id: Identity, windows: BootWindows, openedAt: Date, signal?: AbortSignal): Promise<Boot> {
-	const request: Record<string, unknown> = {
-		first_window_id: windows.firstWindowId,
-		current_window_id: windows.currentWindowId,
-	};
-	if (windows.previousWindowId) request.previous_window_id = windows.previousWindowId;
-	const flags = [...identityFlags(id), "--opened-at", openedAt.toISOString()];
-	const env = await runPiContext("boot-render", flags, request, { signal, cwd: id.cwd });
+	const flags = [...identityFlags(id), "--window-id", windows.currentWindowId, "--opened-at", openedAt.toISOString()];
+	if (windows.previousWindowId) flags.push("--previous-window-id", windows.previousWindowId);
+	const env = await runPiContext("boot-render", flags, {}, { signal, cwd: id.cwd });
 	if (!env.ok) throw new RefusedError(env);
-	const data = (env.data ?? {}) as Record<string, unknown>;
-	const boot = typeof data.boot === "string" ? data.boot : typeof data.text === "string" ? data.text : env.text;
-	const unavailable = Array.isArray(data.homes_unavailable)
-		? data.homes_unavailable
-		: Array.isArray(data.unavailable)
-			? data.unavailable
-			: [];
-	return {
-		text: boot,
-		unavailable: unavailable.map((h: unknown) => (typeof h === "string" ? h : String((h as { label?: unknown; scope?: unknown })?.label ?? (h as { scope?: unknown })?.scope))),
-	};
+	const notice = (env.data as { notice?: unknown } | null)?.notice;
+	return { text: env.text, notice: typeof notice === "string" ? notice : null };
 }
 
 export type BudgetAction = "none" | "reminder" | "warning" | "hard_reset";

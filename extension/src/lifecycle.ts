@@ -187,7 +187,7 @@ export class Lifecycle {
 				if (hasRootBoot()) return;
 				const boot = await renderBoot(id, { firstWindowId: root, currentWindowId: root }, openedAt);
 				if (!this.isCurrent(ctx, gen, sessionId, root) || hasRootBoot()) return;
-				this.reportIncomplete(ctx, root, boot.unavailable);
+				this.reportIncomplete(ctx, root, boot.notice);
 				this.pi.sendMessage({ customType: BOOT, content: boot.text, display: false, details: { windowId: root } }, { triggerTurn: false });
 				return;
 			}
@@ -196,7 +196,7 @@ export class Lifecycle {
 			let bootText: string | undefined;
 			if (tail.boot) {
 				const boot = await renderBoot(id, { firstWindowId: root, currentWindowId: tail.windowId, previousWindowId: tail.previousWindowId }, openedAt);
-				this.reportIncomplete(ctx, tail.windowId, boot.unavailable);
+				this.reportIncomplete(ctx, tail.windowId, boot.notice);
 				bootText = boot.text;
 			}
 			if (!this.isCurrent(ctx, gen, sessionId, tail.windowId)) return;
@@ -213,10 +213,10 @@ export class Lifecycle {
 		}
 	}
 
-	private reportIncomplete(ctx: ExtensionContext, windowId: string, unavailable: readonly string[]): void {
-		if (unavailable.length === 0 || this.incompleteWindows.has(windowId)) return;
+	private reportIncomplete(ctx: ExtensionContext, windowId: string, notice: string | null): void {
+		if (notice === null || this.incompleteWindows.has(windowId)) return;
 		this.incompleteWindows.add(windowId);
-		this.notify(ctx, `pi-context: notes index incomplete: ${unavailable.join(", ")} could not be read; notes_list can retry after recovery.`, "warning");
+		this.notify(ctx, notice, "warning");
 	}
 
 	// ---- reset construction (reset-lifecycle §8) -------------------------------------------
@@ -234,7 +234,7 @@ export class Lifecycle {
 		let bootText: string;
 		try {
 			const boot = await renderBoot(id, { firstWindowId: rootWindowId(sessionId), currentWindowId: windowId, previousWindowId: previous }, openedAt);
-			if (this.isCurrent(ctx, gen, sessionId, previous)) this.reportIncomplete(ctx, windowId, boot.unavailable);
+			if (this.isCurrent(ctx, gen, sessionId, previous)) this.reportIncomplete(ctx, windowId, boot.notice);
 			bootText = boot.text;
 		} catch (err) {
 			if (this.isCurrent(ctx, gen, sessionId, previous) && !this.binaryProblem(ctx, err)) {

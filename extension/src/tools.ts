@@ -24,6 +24,12 @@ const address = Type.String({
 const pattern = Type.Optional(
 	Type.Union([Type.String(), Type.Null()], { description: "Glob over addresses to narrow the set, e.g. @project/** or *.md." }),
 );
+const scope = Type.Optional(
+	Type.Union([Type.Literal("session"), Type.Literal("project"), Type.Literal("human"), Type.Literal("agent"), Type.Literal("model")], {
+		description: "Only this home.",
+	}),
+);
+const who = Type.Optional(Type.String({ description: "With scope agent or model: whose home (default: yours)." }));
 const wastebasket = Type.Optional(Type.Boolean({ description: "Look at crumpled notes instead of live ones." }));
 const query = Type.Union([Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })], {
 	description: "A literal, or several literals matched as alternatives; case-insensitive, no regex.",
@@ -129,7 +135,7 @@ export const BINARY_TOOLS: BinaryTool[] = [
 		description:
 			"List notes across all homes (this session, @project, @human, @self, @model), most recently updated first. Narrow with pattern; see crumpled notes with wastebasket.",
 		parameters: Type.Object(
-			{ pattern, limit: Type.Optional(Type.Integer({ minimum: 1, description: "At most this many notes." })), wastebasket },
+			{ pattern, scope, who, limit: Type.Optional(Type.Integer({ minimum: 1, description: "At most this many notes." })), wastebasket },
 			{ additionalProperties: false },
 		),
 	},
@@ -145,6 +151,8 @@ export const BINARY_TOOLS: BinaryTool[] = [
 			{
 				query,
 				pattern,
+				scope,
+				who,
 				limit: Type.Optional(Type.Integer({ minimum: 1, description: "At most this many notes." })),
 				max_matches_per_file: Type.Optional(Type.Integer({ minimum: 1, description: "At most this many matching lines per note." })),
 				wastebasket,

@@ -13,7 +13,7 @@ test("every binary-backed tool round-trips through the real binary", async () =>
 			callTool("notes_write", { address: "plan.md", content: "the zebra plan\nsecond line" }),
 			callTool("notes_read", { address: "plan.md" }),
 			callTool("notes_update", { address: "plan.md", edits: [{ oldText: "zebra", newText: "okapi" }] }),
-			callTool("notes_list", {}),
+			callTool("notes_list", { scope: "session" }),
 			callTool("notes_search", { query: "okapi" }),
 			callTool("notes_read", { address: "missing.md" }),
 			callTool("history_windows", {}),
