@@ -133,3 +133,23 @@ test("a provider error never commits a reset", async () => {
 		w.cleanup();
 	}
 });
+
+test("/tree skips the branch summary when a reset marker lies on the path", async () => {
+	const w = world({ compaction: { enabled: false } });
+	try {
+		const { file } = await sessionWithReset(w);
+		const run = await startSession(w, { sessionFile: file, steps: [] });
+		try {
+			const firstUser = run.entries().find((e) => e.type === "message" && e.message.role === "user");
+			await run.session.navigateTree(firstUser.id, { summarize: true });
+			const summaries = run.entries().filter((e) => e.type === "branch_summary");
+			assert.ok(summaries.every((e) => e.summary === ""), "no generated summary");
+			assert.equal(run.faux.state.callCount, 0, "no model call for a summary");
+			assert.ok(run.notices.some((n) => n.message.startsWith("pi-context: branch summary skipped")));
+		} finally {
+			run.dispose();
+		}
+	} finally {
+		w.cleanup();
+	}
+});
