@@ -1,0 +1,132 @@
+// Finding and running the `pi-context` binary. This module owns the one process call per
+// decision: it spawns the binary with `--format both`, writes the JSON request on stdin, and
+// parses the envelope (structured data plus the model-facing text of the same result). It holds
+// no domain logic and never interprets `data`: callers pass it through.
+import { spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The envelope every `pi-context` command prints, plus the `text` of `--format both`. */
+export type Envelope =
+	| { ok: true; data: unknown; text: string }
+	| { ok: false; error: { code: string; message: string; details?: unknown }; text: string };
+
+/** Raised when the binary cannot be found or run at all (not a refusal: refusals are envelopes). */
+export class BinaryUnavailable extends Error {
+	constructor(message: string) {
+		super(message);
+		this.name = "BinaryUnavailable";
+	}
+}
+
+function executable(path: string): boolean {
+	try {
+		accessSync(path, constants.X_OK);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/**
+ * Where the binary is: `PI_CONTEXT_BIN`, else the checkout's `target/release/pi-context` next
+ * to this extension, else the first `pi-context` on `PATH`. `undefined` when none exists.
+ */
+export function locateBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+	const explicit = env.PI_CONTEXT_BIN;
+	if (explicit && explicit.trim() !== "") return explicit;
+	// `import.meta.dirname` is undefined under Pi's loader; a URL relative to this module works.
+	const checkout = fileURLToPath(new URL("../../target/release/pi-context", import.meta.url));
+	if (executable(checkout)) return checkout;
+	for (const dir of (env.PATH ?? "").split(delimiter)) {
+		if (!dir) continue;
+		const candidate = join(dir, "pi-context");
+		if (executable(candidate)) return candidate;
+	}
+	return undefined;
+}
+
+export interface RunOptions {
+	/** Aborting kills the child (Esc in Pi). */
+	signal?: AbortSignal;
+	/** Working directory of the child (the session's cwd). */
+	cwd?: string;
+	/** Override the binary (tests, bench). */
+	bin?: string;
+}
+
+/** How long one call may take before it is killed; every command is meant to take milliseconds. */
+const CALL_TIMEOUT_MS = 60_000;
+
+/**
+ * Run `pi-context --format both <command> <flags…>` with `request` as JSON on stdin and return
+ * the parsed envelope. A refusal is a normal return (`ok:false`); a missing binary raises
+ * `BinaryUnavailable`; a crash without an envelope raises an Error carrying stderr.
+ */
+export function runPiContext(command: string, flags: string[], request: unknown, options: RunOptions = {}): Promise<Envelope> {
+	const bin = options.bin ?? locateBinary();
+	if (!bin) {
+		return Promise.reject(
+			new BinaryUnavailable(
+				"pi-context binary not found: set PI_CONTEXT_BIN, build it with `cargo build --release` in the pi-context checkout, or install it with `cargo install --path .`",
+			),
+		);
+	}
+	return new Promise((resolve, reject) => {
+		const child = spawn(bin, ["--format", "both", command, ...flags], {
+			cwd: options.cwd,
+			signal: options.signal,
+			timeout: CALL_TIMEOUT_MS,
+			stdio: ["pipe", "pipe", "pipe"],
+		});
+		const out: Buffer[] = [];
+		const err: Buffer[] = [];
+		child.stdout.on("data", (b: Buffer) => out.push(b));
+		child.stderr.on("data", (b: Buffer) => err.push(b));
+		// A child that exits before reading stdin closes the pipe; that is not our failure.
+		child.stdin.on("error", () => undefined);
+		child.on("error", (e: NodeJS.ErrnoException) => {
+			if (e.code === "ENOENT" || e.code === "EACCES") {
+				reject(new BinaryUnavailable(`pi-context binary not runnable at ${bin}: ${e.message}`));
+			} else {
+				reject(e);
+			}
+		});
+		child.on("close", (code, signal) => {
+			const stdout = Buffer.concat(out).toString("utf8").trim();
+			const stderr = Buffer.concat(err).toString("utf8").trim();
+			let parsed: unknown;
+			try {
+				parsed = JSON.parse(stdout);
+			} catch {
+				reject(new Error(`pi-context ${command} failed (exit ${code ?? signal}): ${stderr || stdout || "no output"}`));
+				return;
+			}
+			const env = parsed as Partial<Envelope> & { text?: unknown };
+			if (typeof env !== "object" || env === null || typeof env.ok !== "boolean") {
+				reject(new Error(`pi-context ${command} printed no envelope (exit ${code ?? signal})`));
+				return;
+			}
+			if (typeof env.text !== "string") {
+				// An envelope without text (an older binary, or an internal failure written
+				// before formatting): render the refusal line the protocol defines.
+				env.text = env.ok ? JSON.stringify((env as { data?: unknown }).data ?? null, null, 2) : refusalText(env as Envelope & { ok: false });
+			}
+			resolve(env as Envelope);
+		});
+		child.stdin.end(JSON.stringify(request ?? {}));
+	});
+}
+
+function refusalText(env: { error?: { code?: string; message?: string; details?: unknown } }): string {
+	const e = env.error ?? {};
+	const details = e.details === undefined ? "" : ` ${JSON.stringify(e.details)}`;
+	return `error: ${e.code ?? "internal"}: ${e.message ?? "no message"}${details}`;
+}
+
+/** The envelope without the `text` field: what tool results keep as `details`. */
+export function withoutText(env: Envelope): Omit<Envelope, "text"> {
+	const { text: _text, ...rest } = env;
+	return rest as Omit<Envelope, "text">;
+}
