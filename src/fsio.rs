@@ -199,6 +199,24 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
+/// `path` with `.` components dropped and `..` applied lexically (no symlink resolution, the
+/// path need not exist). Used wherever a path must be compared or hashed as written, such as
+/// project keys and the notes root.
+pub fn normalise_lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -198,34 +198,11 @@ impl IdentityArgs {
 
 /// `path` made absolute against `base` and lexically normalised (no symlink resolution).
 pub fn absolute_from(base: &Path, path: &Path) -> PathBuf {
-    use std::path::Component;
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
+    if path.is_absolute() {
+        crate::fsio::normalise_lexically(path)
     } else {
-        base.join(path)
-    };
-    let mut out = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
+        crate::fsio::normalise_lexically(&base.join(path))
     }
-    out
-}
-
-/// A stand-in for subcommands whose domain has not landed yet: a clear refusal, exit 70.
-pub fn not_implemented(name: &str, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let mut sink = String::new();
-    let _ = io.stdin.read_to_string(&mut sink);
-    let reply = Reply::refused(Refusal::plain(
-        "internal",
-        format!("{name} is not implemented yet"),
-    ));
-    emit(&reply, ctx, io)
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ pub fn model_slug(model_id: &str) -> String {
 /// or the directory itself outside any repository. `dir` must be absolute; it is normalised
 /// lexically and need not exist.
 pub fn project_root(dir: &Path) -> PathBuf {
-    let abs = normalise(dir);
+    let abs = crate::fsio::normalise_lexically(dir);
     let mut current: Option<&Path> = Some(&abs);
     while let Some(d) = current {
         let dot_git = d.join(".git");
@@ -185,7 +185,7 @@ fn worktree_main(d: &Path, dot_git: &Path) -> PathBuf {
     }) else {
         return d.to_path_buf();
     };
-    let resolved = normalise(&d.join(target));
+    let resolved = crate::fsio::normalise_lexically(&d.join(target));
     let parts: Vec<Component> = resolved.components().collect();
     let Some(i) = parts.iter().rposition(|c| c.as_os_str() == "worktrees") else {
         return d.to_path_buf();
@@ -226,20 +226,6 @@ pub fn key_of_root(root: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     format!("{base}-{hex}")
-}
-
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
