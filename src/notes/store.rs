@@ -713,7 +713,12 @@ enum Examined {
 }
 
 fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -> Examined {
-    match read_into(&candidate.path, buf) {
+    let read = match scan {
+        // A listing needs only the frontmatter block: read the head of the file.
+        Scan::List => read_head_into(&candidate.path, buf),
+        Scan::Search(..) => read_into(&candidate.path, buf),
+    };
+    match read {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Examined::Skip,
         Err(_) => return Examined::Failed,
@@ -758,6 +763,47 @@ fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     let mut file = fs::File::open(path)?;
     buf.clear();
     let mut len = 0;
+    loop {
+        if buf.len() - len < 4096 {
+            buf.resize(len + 16 * 1024, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(())
+}
+
+/// How much of a note a listing reads first; frontmatter blocks are a few hundred bytes.
+const LIST_HEAD_BYTES: usize = 4096;
+
+/// Read the head of a file into `buf`: at least its frontmatter block (or the whole file when
+/// the block does not end within [`LIST_HEAD_BYTES`]). One `read` for a typical note instead of
+/// reading a long body a listing never looks at.
+fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = fs::File::open(path)?;
+    buf.clear();
+    buf.resize(LIST_HEAD_BYTES, 0);
+    let mut len = 0;
+    while len < LIST_HEAD_BYTES {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => {
+                buf.truncate(len);
+                return Ok(());
+            }
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if frontmatter::block_prefix(buf).is_some() {
+        return Ok(());
+    }
+    // No closed block in the head: fall back to the whole file so parsing sees what it would.
     loop {
         if buf.len() - len < 4096 {
             buf.resize(len + 16 * 1024, 0);
