@@ -249,46 +249,59 @@ impl Session {
         for chunk in decoded {
             let chunk = chunk.map_err(io_error)?;
             for line in chunk.lines {
-                let Some(raw) = line.raw else {
-                    skipped += 1;
-                    continue;
-                };
-                let line_no = line_base + line.line_in_chunk;
-                let Some(head) = &header else {
-                    // The first parsed object must be the header.
-                    match (raw.kind.as_deref(), raw.id) {
-                        (Some("session"), Some(id)) => {
-                            header = Some(Header {
-                                id,
-                                version: if raw.version_present {
-                                    raw.version.unwrap_or(1)
-                                } else {
-                                    1
-                                },
-                                timestamp: raw.timestamp,
-                            });
-                            continue;
-                        }
-                        _ => {
-                            return Err(SessionError::NotASession {
-                                path: path.to_path_buf(),
-                            });
-                        }
+                let (mut entry, tested) = match line {
+                    DecodedLine::Malformed => {
+                        skipped += 1;
+                        continue;
                     }
+                    DecodedLine::Session { .. } if header.is_some() => {
+                        // A second header (concatenated files): not an entry, as in Pi's index.
+                        continue;
+                    }
+                    DecodedLine::Session {
+                        id: Some(id),
+                        version,
+                        timestamp,
+                    } => {
+                        header = Some(Header {
+                            id,
+                            version,
+                            timestamp,
+                        });
+                        continue;
+                    }
+                    // The first parsed object must be the header.
+                    DecodedLine::Session { id: None, .. } => {
+                        return Err(SessionError::NotASession {
+                            path: path.to_path_buf(),
+                        });
+                    }
+                    DecodedLine::Entry { .. } if header.is_none() => {
+                        return Err(SessionError::NotASession {
+                            path: path.to_path_buf(),
+                        });
+                    }
+                    DecodedLine::Entry { entry, tested } => (entry, tested),
                 };
-                if raw.kind.as_deref() == Some("session") {
-                    // A second header (concatenated files): not an entry, as in Pi's index.
-                    continue;
-                }
-                let version = head.version;
-                flags.push(line.tested);
-                entries.push(entry_from_raw(raw, line_no, line.offset, line.len, version));
+                entry.line_no += line_base;
+                flags.push(tested);
+                entries.push(entry);
             }
             line_base += chunk.line_count;
         }
         let header = header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
         })?;
+        if header.version < 3 {
+            // v2 → v3: the `hookMessage` role was renamed `custom` (chunks decode as v3).
+            for entry in &mut entries {
+                if let EntryKind::Message(message) = &mut entry.kind
+                    && matches!(&message.role, Role::Other(role) if role == "hookMessage")
+                {
+                    message.role = Role::Custom;
+                }
+            }
+        }
         if header.version < 2 {
             // v1 → v2: a single linear chain in file order, with synthetic ids.
             let mut previous: Option<String> = None;
@@ -401,14 +414,17 @@ impl Session {
 const PARALLEL_CHUNK_MIN_BYTES: u64 = 8 << 20;
 
 /// One decoded line of a chunk (blank lines are not reported).
-struct DecodedLine {
-    /// 1-based line number within the chunk.
-    line_in_chunk: u64,
-    offset: u64,
-    len: u64,
-    /// `None`: malformed.
-    raw: Option<skeleton::RawEntry>,
-    tested: bool,
+enum DecodedLine {
+    /// Not one JSON object.
+    Malformed,
+    /// An object of type `session`: the header when it comes first.
+    Session {
+        id: Option<String>,
+        version: u64,
+        timestamp: Option<String>,
+    },
+    /// Any other object, decoded as a v3 entry; `line_no` counts from the chunk start.
+    Entry { entry: Entry, tested: bool },
 }
 
 struct Chunk {
@@ -471,13 +487,21 @@ fn decode_chunk(
             Ok(raw) => Some(raw),
             Err(_) => repair_lone_surrogates(body).and_then(|fixed| skeleton::decode(&fixed).ok()),
         };
-        let tested = raw.is_some() && line_test(body);
-        lines.push(DecodedLine {
-            line_in_chunk: line_count,
-            offset,
-            len: body.len() as u64,
-            raw,
-            tested,
+        lines.push(match raw {
+            None => DecodedLine::Malformed,
+            Some(raw) if raw.kind.as_deref() == Some("session") => DecodedLine::Session {
+                id: raw.id,
+                version: if raw.version_present {
+                    raw.version.unwrap_or(1)
+                } else {
+                    1
+                },
+                timestamp: raw.timestamp,
+            },
+            Some(raw) => DecodedLine::Entry {
+                tested: line_test(body),
+                entry: entry_from_raw(raw, line_count, offset, body.len() as u64, 3),
+            },
         });
     }
     Ok(Chunk { lines, line_count })
