@@ -279,6 +279,21 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         return emit(&Reply::ok(data, text), ctx, io);
     }
 
+    // A dreamer that cannot start would still cost a lock, a baseline and a failed commit:
+    // check it first, so a misconfigured cron run changes nothing.
+    let pi_bin = pi_bin(&args, ctx);
+    if find_executable(&pi_bin, ctx.var("PATH").unwrap_or("")).is_none() {
+        let refusal = Refusal::new(
+            "dreamer_unavailable",
+            format!(
+                "cannot find the dreamer's Pi binary {}: set --pi-bin or PI_CONTEXT_PI_BIN, or put pi on PATH",
+                pi_bin.display()
+            ),
+            Some(json!({"pi_bin": pi_bin, "gates": gates_json})),
+        );
+        return emit(&Reply::refused(refusal), ctx, io);
+    }
+
     catch_signals();
     let token = match random_token() {
         Ok(token) => token,
@@ -515,6 +530,29 @@ fn render_text(gate_lines: &[String], data: &Value) -> String {
 }
 
 /// Start `pi -p` as the dreamer and wait for it, ending it on timeout or signal.
+/// The Pi binary: `--pi-bin`, else `PI_CONTEXT_PI_BIN`, else `pi` (looked up on PATH).
+fn pi_bin(args: &Args, ctx: &Ctx) -> PathBuf {
+    args.pi_bin
+        .clone()
+        .or_else(|| ctx.var_non_empty("PI_CONTEXT_PI_BIN").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("pi"))
+}
+
+/// Where `program` would be executed from: itself when it names a path, else the first
+/// executable regular file of that name in `path_var` (as `execvp` searches).
+fn find_executable(program: &Path, path_var: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.components().count() > 1 || program.is_absolute() {
+        return runnable(program).then(|| program.to_path_buf());
+    }
+    std::env::split_paths(path_var)
+        .map(|dir| dir.join(program))
+        .find(|candidate| runnable(candidate))
+}
+
 fn run_dreamer(
     args: &Args,
     ctx: &Ctx,
@@ -547,11 +585,7 @@ fn run_dreamer(
             );
         }
     };
-    let pi_bin = args
-        .pi_bin
-        .clone()
-        .or_else(|| ctx.var_non_empty("PI_CONTEXT_PI_BIN").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("pi"));
+    let pi_bin = pi_bin(args, ctx);
     let store_wide = ctx.cwd.starts_with(home)
         || std::fs::canonicalize(&ctx.cwd)
             .ok()

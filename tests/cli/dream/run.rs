@@ -334,7 +334,7 @@ fn dreamer_model_precedence_flag_then_settings_then_automatic() {
 }
 
 #[test]
-fn missing_pi_binary_is_a_failed_run() {
+fn missing_pi_binary_is_refused_before_any_lock_or_commit() {
     let w = World::new();
     // Through the environment variable this time (the flag is tested everywhere else).
     let mut cmd = crate::support::pi_context(w.root());
@@ -345,7 +345,13 @@ fn missing_pi_binary_is_a_failed_run() {
     let out = go(cmd);
     assert_eq!(out.code, 1);
     assert_eq!(out.json()["error"]["code"], "dreamer_unavailable");
-    assert_eq!(w.log()[0], "dream 2026-11-30T12-00-00-000Z (failed)");
+    assert!(
+        w.log().is_empty(),
+        "no baseline or dream commit: {:?}",
+        w.log()
+    );
+    assert!(!w.home().join(".dream.lock").exists());
+    assert!(!w.home().join(".git").exists());
 }
 
 #[test]
