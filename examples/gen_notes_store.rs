@@ -114,21 +114,44 @@ fn main() {
             ];
             body.push_str(&format!("see the {} notes\n", variants[i % 3]));
         }
+        // One note in a hundred was read recently: pi-context rewrote it then (access bump).
+        let accessed = if i % 100 == 5 {
+            "2026-11-29T09:00:00.000+00:00".to_string()
+        } else {
+            stamp.clone()
+        };
         let text = format!(
-            "---\norigin: self\n{crumpled}createdAt: {stamp}\nupdatedAt: {stamp}\nlastAccessed: {stamp}\naccessCount: {}\n---\n\n{body}",
+            "---\norigin: self\n{crumpled}createdAt: {stamp}\nupdatedAt: {stamp}\nlastAccessed: {accessed}\naccessCount: {}\n---\n\n{body}",
             i % 7
         );
         fs::create_dir_all(path.parent().expect("note paths have parents")).expect("create dirs");
         fs::write(&path, &text).expect("write note");
+        // The file time pi-context would have left: its last rewrite.
+        set_mtime(&path, &accessed);
         total_bytes += text.len();
     }
     for home in &homes {
         fs::create_dir_all(home).expect("create home");
-        let map = "---\norigin: self\n---\n\n# Map\n\n- `topic-000/` early notes\n- `topic-199/` late notes\n";
+        let stamp = "2026-06-01T00:00:00.000+00:00";
+        let map = format!(
+            "---\norigin: self\ncreatedAt: {stamp}\nupdatedAt: {stamp}\nlastAccessed: {stamp}\naccessCount: 0\n---\n\n# Map\n\n- `topic-000/` early notes\n- `topic-199/` late notes\n"
+        );
         fs::write(home.join("MAP.md"), map).expect("write MAP.md");
+        set_mtime(&home.join("MAP.md"), stamp);
     }
     eprintln!(
         "generated {count} notes ({total_bytes} bytes) under {}",
         dir.display()
     );
+}
+
+fn set_mtime(path: &std::path::Path, rfc3339: &str) {
+    let at = chrono::DateTime::parse_from_rfc3339(rfc3339).expect("generated stamps are RFC 3339");
+    let when =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at.timestamp_millis() as u64);
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(when))
+        .expect("set the note's file time");
 }

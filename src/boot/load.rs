@@ -4,8 +4,8 @@
 //! Read-only: it never writes, never bumps access metadata, never creates a directory. A home
 //! directory that does not exist is empty; any other I/O failure while reading a home marks
 //! that home unavailable (its rows dropped, the error kept for `data`) and the other homes
-//! still load. Cost: one directory walk and one read per note file; only the newest `cap` rows
-//! of each home are kept.
+//! still load. Cost: one directory walk with one `stat` per note file, then reads in order of
+//! file time until the newest `cap` rows are certain (see [`load_home`]).
 
 use std::cmp::Ordering;
 use std::io::{self, Read};
@@ -118,7 +118,23 @@ fn recency(a: &Found, b: &Found) -> Ordering {
         .then_with(|| address_order(&a.address, &b.address))
 }
 
+/// One `.md` file found by the walk, before it is read.
+struct Candidate {
+    vpath: String,
+    path: PathBuf,
+    /// File modification time, in epoch milliseconds (floored).
+    mtime_ms: i64,
+}
+
 /// Load one home directory. `Ok(empty)` when it does not exist.
+///
+/// The recent rows are ranked by `min(updatedAt, file mtime)`. pi-context takes a note's
+/// `updatedAt` before writing the file, so for every note it wrote the key is `updatedAt` and the
+/// order is the order of `notes-list`; the cap only matters for notes that break that rule (a
+/// hand-written file without `updatedAt`, which the store dates "now", or one dated in the
+/// future), which rank by their file time instead. Because the key never exceeds the mtime, the
+/// files are read newest mtime first and the walk stops as soon as no unread file can enter
+/// the newest `cap`: a boot reads a few dozen notes instead of the whole home.
 pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Result<HomeSnapshot> {
     let mut home = HomeSnapshot::default();
     match std::fs::metadata(dir) {
@@ -132,7 +148,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         }
         Ok(_) => {}
     }
-    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    let mut candidates: Vec<Candidate> = Vec::new();
     let mut stack: Vec<(PathBuf, String)> = vec![(dir.to_path_buf(), String::new())];
     while let Some((path, vdir)) = stack.pop() {
         for entry in std::fs::read_dir(&path)? {
@@ -155,37 +171,58 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             if !file_type.is_file() || !name.ends_with(".md") {
                 continue;
             }
-            let Some(head) = read_head(&entry.path())? else {
-                continue;
-            };
-            let (fields, _) = split_note(&head);
-            if fields.contains_key("crumpledAt") {
-                continue;
-            }
             if vpath == "MAP.md" {
-                let Some(body) = read_body(&entry.path())? else {
-                    continue;
-                };
-                home.map = Some(MapNote {
-                    address: format!("{prefix}{vpath}"),
-                    body,
-                });
+                home.map = read_map(&entry.path(), prefix)?;
                 continue;
             }
-            home.live_notes += 1;
-            let found = Found {
-                updated_at_ms: updated_at_ms(&fields, now_ms),
-                address: format!("{prefix}{vpath}"),
-                path: entry.path(),
+            let mtime_ms = match entry.metadata() {
+                Ok(meta) => mtime_ms(&meta),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
             };
-            // Keep only the newest `cap`: a sorted insert into a tiny vector.
-            let at = kept
-                .binary_search_by(|probe| recency(probe, &found))
-                .unwrap_or_else(|i| i);
-            if at < cap {
-                kept.insert(at, found);
-                kept.truncate(cap);
-            }
+            candidates.push(Candidate {
+                vpath,
+                path: entry.path(),
+                mtime_ms,
+            });
+        }
+    }
+    home.note_files = candidates.len();
+    // Newest file first; the vpath makes the reading order (not the result) deterministic.
+    candidates.sort_by(|a, b| {
+        b.mtime_ms
+            .cmp(&a.mtime_ms)
+            .then_with(|| a.vpath.cmp(&b.vpath))
+    });
+    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    for candidate in candidates {
+        let full = kept.len() >= cap;
+        if full
+            && kept
+                .last()
+                .is_none_or(|k| candidate.mtime_ms < k.updated_at_ms)
+        {
+            break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
+        }
+        let Some(head) = read_head(&candidate.path)? else {
+            continue;
+        };
+        let (fields, _) = split_note(&head);
+        if fields.contains_key("crumpledAt") {
+            continue;
+        }
+        let found = Found {
+            updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
+            address: format!("{prefix}{}", candidate.vpath),
+            path: candidate.path,
+        };
+        // Keep only the newest `cap`: a sorted insert into a tiny vector.
+        let at = kept
+            .binary_search_by(|probe| recency(probe, &found))
+            .unwrap_or_else(|i| i);
+        if at < cap {
+            kept.insert(at, found);
+            kept.truncate(cap);
         }
     }
     // Bodies are read whole only for the rows shown (their code points are displayed).
@@ -203,6 +240,27 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
     }
     home.recent = recent;
     Ok(home)
+}
+
+/// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.
+fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
+    let Some(head) = read_head(path)? else {
+        return Ok(None);
+    };
+    if split_note(&head).0.contains_key("crumpledAt") {
+        return Ok(None);
+    }
+    Ok(read_body(path)?.map(|body| MapNote {
+        address: format!("{prefix}MAP.md"),
+        body,
+    }))
+}
+
+fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime()
+        .saturating_mul(1000)
+        .saturating_add(meta.mtime_nsec() / 1_000_000)
 }
 
 /// Bytes read first from every note: enough for any ordinary frontmatter block.
@@ -285,8 +343,10 @@ mod tests {
         )
         .unwrap();
         let home = load_home(dir.path(), "@human/", 5, 0).unwrap();
+        assert_eq!(home.note_files, 2, "both files are counted");
         assert_eq!(
-            home.live_notes, 1,
+            home.recent.len(),
+            1,
             "the crumpled note past the head is excluded"
         );
         assert_eq!(home.recent[0].address, "@human/live.md");
@@ -304,5 +364,78 @@ mod tests {
         assert_eq!(home, HomeSnapshot::default());
         std::fs::write(dir.path().join("file"), "x").unwrap();
         assert!(load_home(&dir.path().join("file"), "", 5, 0).is_err());
+    }
+
+    fn write_note(dir: &Path, name: &str, updated_ms: i64, mtime_ms: i64, crumpled: bool) {
+        let stamp = chrono::DateTime::from_timestamp_millis(updated_ms)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+        let crumpled = if crumpled { "crumpledAt: x\n" } else { "" };
+        let path = dir.join(name);
+        std::fs::write(
+            &path,
+            format!("---\n{crumpled}updatedAt: {stamp}\n---\n\nbody"),
+        )
+        .unwrap();
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(mtime_ms as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+
+    #[test]
+    fn stopping_early_keeps_exactly_the_newest_rows() {
+        // Notes written as pi-context writes them (mtime ≥ updatedAt, by a varying slack, so
+        // the mtime order differs from the updatedAt order), some crumpled, many ties.
+        let dir = tempfile::tempdir().unwrap();
+        let base = 1_800_000_000_000i64;
+        let mut expected: Vec<(i64, String)> = Vec::new();
+        for i in 0..200i64 {
+            let updated = base + (i * 7919 % 97) * 60_000;
+            let slack = (i * 104_729 % 13) * 600_000;
+            let name = format!("{}-{i}.md", if i % 3 == 0 { "A" } else { "b" });
+            let crumpled = i % 11 == 0;
+            write_note(dir.path(), &name, updated, updated + slack, crumpled);
+            if !crumpled {
+                expected.push((updated, format!("@human/{name}")));
+            }
+        }
+        expected.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| address_order(&a.1, &b.1)));
+        let home = load_home(dir.path(), "@human/", 5, base).unwrap();
+        let got: Vec<(i64, String)> = home
+            .recent
+            .iter()
+            .map(|r| (r.updated_at_ms, r.address.clone()))
+            .collect();
+        assert_eq!(got, expected[..5].to_vec());
+        assert_eq!(home.note_files, 200);
+    }
+
+    #[test]
+    fn a_note_dated_after_its_file_ranks_by_its_file_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = 1_800_000_000_000i64;
+        write_note(dir.path(), "old.md", base, base, false);
+        // Claims to be a day newer than it was written (clock skew, hand edit).
+        write_note(
+            dir.path(),
+            "skewed.md",
+            base + 86_400_000,
+            base - 60_000,
+            false,
+        );
+        let home = load_home(dir.path(), "@human/", 5, base).unwrap();
+        let got: Vec<(&str, i64)> = home
+            .recent
+            .iter()
+            .map(|r| (r.address.as_str(), r.updated_at_ms))
+            .collect();
+        assert_eq!(
+            got,
+            [("@human/old.md", base), ("@human/skewed.md", base - 60_000)]
+        );
     }
 }

@@ -101,8 +101,9 @@ pub struct HomeSnapshot {
     /// Live notes other than the top-level MAP.md, newest first (ties by address). May hold
     /// more than the cap: the renderer cuts.
     pub recent: Vec<NoteRow>,
-    /// All live notes other than the MAP, also those not kept in `recent`.
-    pub live_notes: usize,
+    /// Note files other than the top-level MAP (crumpled ones included: the loader stops
+    /// reading once the newest rows are certain, so it cannot count live notes).
+    pub note_files: usize,
     /// The live top-level MAP.md, if any.
     pub map: Option<MapNote>,
     /// Why the home could not be read (OS error text for `data`, never shown in the boot).

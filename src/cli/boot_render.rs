@@ -43,8 +43,9 @@ struct HomeReport {
     /// The displayed address prefix of the home.
     address: String,
     unavailable: bool,
-    /// Live notes other than the MAP.
-    live_notes: usize,
+    /// Note files in the home other than the top-level MAP, crumpled ones included (the boot
+    /// does not read every note, so it does not know how many are live).
+    note_files: usize,
     /// Recent rows shown (≤ the home's cap).
     shown: usize,
     cap: usize,
@@ -163,7 +164,7 @@ fn home_report(kind: HomeKind, snapshot: &Snapshot, layout: &Layout) -> HomeRepo
         label: kind.label(),
         address: layout.prefix(kind),
         unavailable: home.unavailable.is_some(),
-        live_notes: home.live_notes,
+        note_files: home.note_files,
         shown: home.recent.len().min(kind.cap()),
         cap: kind.cap(),
         map: map.is_some(),

@@ -53,7 +53,10 @@ impl Store {
         let text = format!(
             "---\norigin: self\n{extra}createdAt: {updated}\nupdatedAt: {updated}\nlastAccessed: {updated}\naccessCount: 0\n---\n\n{body}"
         );
-        std::fs::write(path, text).unwrap();
+        std::fs::write(&path, text).unwrap();
+        // As pi-context writes it: the file's time is not earlier than its `updatedAt` (the
+        // boot ranks by the smaller of the two, see boot::load::load_home).
+        set_mtime(&path, opened - chrono::Duration::minutes(minutes_ago));
     }
 
     fn render(&self, extra: &[&str], request: &str) -> Run {
@@ -273,7 +276,7 @@ fn more_notes_than_the_caps() {
             .as_array()
             .unwrap()
             .iter()
-            .all(|h| h["live_notes"] == 8)
+            .all(|h| h["note_files"] == 8)
     );
 }
 
@@ -368,14 +371,28 @@ fn project_key_derives_from_cwd_and_the_notes_home_from_env() {
     let dir = store.root().join("project").join(&key);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("x.md"), "plain note without frontmatter").unwrap();
+    // No `updatedAt`: the store dates it "now", the boot by its file time.
+    let opened = chrono::DateTime::parse_from_rfc3339(OPENED_AT).unwrap();
+    set_mtime(&dir.join("x.md"), opened - chrono::Duration::minutes(5));
     let mut cmd = pi_context(store.dir.path());
     cmd.env("PI_NOTES_HOME", store.root())
         .current_dir(&work)
         .args(["boot-render", "--session-id", SESSION, "--format", "text"]);
     let out = run(cmd, "");
     assert!(
-        out.stdout.contains("- @project/x.md | 30 chars | just now"),
+        out.stdout.contains("- @project/x.md | 30 chars | 5m ago"),
         "{}",
         out.stdout
     );
+}
+
+fn set_mtime(path: &std::path::Path, at: chrono::DateTime<chrono::FixedOffset>) {
+    let when =
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(at.timestamp_millis() as u64);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
 }
