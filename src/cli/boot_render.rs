@@ -11,8 +11,11 @@ use crate::cli::common::{Exit, IdentityArgs, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::{Refusal, Reply};
 
-/// Render the boot block for the head of a context window: identity, the recovery protocol,
-/// the MAP.md bodies and the recent-notes index. Reads {"tools": {...}} on stdin (optional).
+/// Render the boot block for the head of a context window.
+///
+/// Reads `{"tools": {…}}` on stdin (optional: the tool names the text refers to; default the Pi
+/// names) and prints the boot block: identity, the recovery protocol, the MAP.md bodies and the
+/// recent-notes index.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Identity (`--session-id` is required here: it names the session home and the root

@@ -14,9 +14,11 @@ use crate::cli::common::{Exit, absolute_from, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
-/// Decide the context-budget action for one request: reads {"usage", "model", "window",
-/// "enabled", "tools"} on stdin and Pi's settings from disk. With --settings-only, reads no
-/// stdin and prints the resolved settings and thresholds instead.
+/// Decide the context-budget action from usage and Pi settings.
+///
+/// Reads `{"usage", "model", "window", "enabled", "tools", "close_out"}` on stdin and Pi's settings
+/// from disk. With --settings-only, reads no stdin and prints the resolved settings and thresholds
+/// instead.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Pi's agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR,

@@ -46,29 +46,17 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create or overwrite a note.
     NotesWrite(notes::write::Args),
-    /// Read a window of a note's body, with its metadata.
     NotesRead(notes::read::Args),
-    /// Edit, crumple, smooth, re-origin or rename a note.
     NotesUpdate(notes::update::Args),
-    /// List notes, most recently updated first.
     NotesList(notes::list::Args),
-    /// Search note bodies for literals, case-insensitively.
     NotesSearch(notes::search::Args),
-    /// Print the project key of a directory.
     ProjectKey(project_key::Args),
-    /// List the reset windows of a session's active branch.
     HistoryWindows(history::windows::Args),
-    /// Page through the events of a session.
     HistoryList(history::list::Args),
-    /// Read one event's document.
     HistoryRead(history::read::Args),
-    /// Search a session's events for literals.
     HistorySearch(history::search::Args),
-    /// Render the boot block for the head of a context window.
     BootRender(boot_render::Args),
-    /// Decide the context-budget action from usage and Pi settings.
     BudgetCheck(budget_check::Args),
     /// Consolidate the notes store with a dreamer model (locked, gated, jailed, audited).
     Dream(dream::Args),

@@ -8,8 +8,10 @@ use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 use crate::notes::identity::{key_of_root, project_root};
 
-/// Print the project key of a directory: {"project_key", "root"}. Linked worktrees share the
-/// key of their main checkout.
+/// Print the project key of a directory.
+///
+/// Prints `{"project_key", "root"}`. Linked worktrees share the key of their main checkout. Reads
+/// no request.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Directory to key [default: the working directory].

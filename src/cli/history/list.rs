@@ -5,10 +5,12 @@ use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
-/// Page through a session's events: by default the newest page of the conversation (user and
-/// assistant turns, tool and context runs folded). Request on stdin: `{"limit", "roles",
-/// "before", "after", "window_id", "max_chars_per_item"}`, all optional; pass `older_before`
-/// back as `before` (or `newer_after` as `after`) to page.
+/// Page through the events of a session.
+///
+/// By default the newest page of the conversation (user and assistant turns, tool and context runs
+/// folded). Request on stdin: `{"limit", "roles", "before", "after", "window_id",
+/// "max_chars_per_item"}`, all optional; pass `older_before` back as `before` (or `newer_after` as
+/// `after`) to page.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

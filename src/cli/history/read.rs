@@ -8,9 +8,11 @@ use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 use crate::history::read::{DEFAULT_LIMIT_CHARS, MAX_LIMIT_CHARS, ReadOptions};
 
-/// Read one event by seq: a window of its document (default 12,000 characters; a negative
-/// `offset_chars` counts back from the end), with tool execution metadata. Request on stdin:
-/// `{"seq", "offset_chars", "limit_chars"}`; continue with `next_offset_chars`.
+/// Read one event's document.
+///
+/// A window of the event's document (default 12,000 characters; a negative `offset_chars` counts
+/// back from the end), with tool execution metadata. Request on stdin: `{"seq", "offset_chars",
+/// "limit_chars"}`; continue with `next_offset_chars`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -8,11 +8,12 @@ use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
-/// Search a session's events (all roles, including tool names, arguments, output and nested
-/// calls) for literals, case-insensitively; several queries are ORed. Request on stdin:
-/// `{"query": "text" | ["a", "b"], "limit", "roles", "before", "after", "window_id",
-/// "max_chars_per_item"}`. Each hit's `offset_chars` addresses the document `history-read`
-/// returns for that seq.
+/// Search a session's events for literals.
+///
+/// All roles, including tool names, arguments, output and nested calls; several queries are ORed.
+/// Request on stdin: `{"query": "text" | ["a", "b"], "limit", "roles", "before", "after",
+/// "window_id", "max_chars_per_item"}`. Each hit's `offset_chars` addresses the document `history-
+/// read` returns for that seq.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -7,8 +7,9 @@ use crate::cli::common::{Exit, emit, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
-/// List the reset windows of a session's active branch, oldest first, with their seq ranges
-/// and event counts. Request on stdin: `{}` (no fields).
+/// List the reset windows of a session's active branch.
+///
+/// Oldest first, with their seq ranges and event counts. Request on stdin: `{}` (no fields).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -8,8 +8,9 @@ use crate::cli::{Ctx, Io};
 use crate::notes::Query;
 use crate::notes::wire::list_result;
 
-/// List notes, most recently updated first. Request (all optional): {"pattern", "scope",
-/// "who", "wastebasket", "limit"}.
+/// List notes, most recently updated first.
+///
+/// Request on stdin (all optional): `{"pattern", "scope", "who", "wastebasket", "limit"}`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -8,7 +8,10 @@ use crate::cli::{Ctx, Io};
 use crate::notes::wire::{DEFAULT_READ_WINDOW_CHARS, MAX_READ_WINDOW_CHARS, read_result};
 use crate::notes::{ErrorKind, NoteError};
 
-/// Read a window of a note's body. Request: {"address", "offset_chars"?, "limit_chars"?}.
+/// Read a window of a note's body, with its metadata.
+///
+/// Request on stdin: `{"address", "offset_chars"?, "limit_chars"?}`; continue with
+/// `next_offset_chars`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

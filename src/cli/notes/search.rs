@@ -9,9 +9,11 @@ use crate::cli::{Ctx, Io};
 use crate::notes::wire::search_result;
 use crate::notes::{ErrorKind, NoteError, Query};
 
-/// Search note bodies for one literal or several (OR'd), case-insensitively. Request:
-/// {"query": string | [string], "pattern"?, "scope"?, "who"?, "wastebasket"?, "limit"?,
-/// "max_matches_per_file"?}.
+/// Search note bodies for literals, case-insensitively.
+///
+/// Request on stdin: `{"query": string | [string], "pattern"?, "scope"?, "who"?, "wastebasket"?,
+/// "limit"?, "max_matches_per_file"?}`. Several queries are ORed; matching is literal with Unicode
+/// simple case folding.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

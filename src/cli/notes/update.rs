@@ -8,8 +8,10 @@ use crate::cli::{Ctx, Io};
 use crate::notes::wire::{rename_result, update_result};
 use crate::notes::{Edit, ErrorKind, NoteError, Origin, UpdateOptions};
 
-/// Edit, crumple, smooth, re-origin or rename a note. Request: {"address", "edits"?:
-/// [{"oldText","newText"}], "replace_all"?, "origin"?, "crumpled"?, "rename_to"?}.
+/// Edit, crumple, smooth, re-origin or rename a note.
+///
+/// Request on stdin: `{"address", "edits"?: [{"oldText","newText"}], "replace_all"?, "origin"?,
+/// "crumpled"?, "rename_to"?}`. Edits apply in order, all or none.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -8,7 +8,9 @@ use crate::cli::{Ctx, Io};
 use crate::notes::Origin;
 use crate::notes::wire::write_result;
 
-/// Create or overwrite a note. Request: {"address", "content", "origin"?}.
+/// Create or overwrite a note.
+///
+/// Request on stdin: `{"address", "content", "origin"?}`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
