@@ -15,7 +15,7 @@ use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
 /// Decide the context-budget action for one request: reads {"usage", "model", "window",
-/// "enabled", "tools"} on stdin and Pi's settings from disk. With --settings-only, reads no
+/// "enabled", "tools", "close_out"} on stdin and Pi's settings from disk. With --settings-only, reads no
 /// stdin and prints the resolved settings and thresholds instead.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -51,6 +51,9 @@ struct Request {
     #[serde(default = "yes")]
     enabled: bool,
     tools: ToolNames,
+    /// The host asks for the close-out text (the human's `/wipe-memory`): `message` is the
+    /// close-out whatever the usage and settings.
+    close_out: bool,
 }
 
 fn yes() -> bool {
@@ -119,6 +122,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             request.enabled,
             &request.tools,
         );
+        let check = if request.close_out {
+            check.with_close_out(&request.tools)
+        } else {
+            check
+        };
         let text = decision::remaining_text(check.remaining_tokens);
         let mut data =
             serde_json::to_value(&check).expect("a budget check holds only JSON-safe data");
