@@ -77,9 +77,12 @@ export function runPiContext(command: string, flags: string[], request: unknown,
 		const child = spawn(bin, ["--format", "both", command, ...flags], {
 			cwd: options.cwd,
 			signal: options.signal,
-			timeout: CALL_TIMEOUT_MS,
 			stdio: ["pipe", "pipe", "pipe"],
 		});
+		// Our own timer rather than spawn's `timeout`: Node leaves that one armed when the spawn
+		// itself fails (ENOENT emits no exit), which kept Pi alive for the whole timeout.
+		const timer = setTimeout(() => child.kill("SIGKILL"), CALL_TIMEOUT_MS);
+		timer.unref();
 		const out: Buffer[] = [];
 		const err: Buffer[] = [];
 		child.stdout.on("data", (b: Buffer) => out.push(b));
@@ -87,13 +90,20 @@ export function runPiContext(command: string, flags: string[], request: unknown,
 		// A child that exits before reading stdin closes the pipe; that is not our failure.
 		child.stdin.on("error", () => undefined);
 		child.on("error", (e: NodeJS.ErrnoException) => {
+			clearTimeout(timer);
 			if (e.code === "ENOENT" || e.code === "EACCES") {
-				reject(new BinaryUnavailable(`pi-context binary not runnable at ${bin}: ${e.message}`));
+				const source = options.bin ? "" : process.env.PI_CONTEXT_BIN ? " (from PI_CONTEXT_BIN)" : "";
+				reject(
+					new BinaryUnavailable(
+						`pi-context binary not runnable at ${bin}${source} (${e.code}): point PI_CONTEXT_BIN at a built pi-context, build it with \`cargo build --release\` in the pi-context checkout, or install it with \`cargo install --path .\``,
+					),
+				);
 			} else {
 				reject(e);
 			}
 		});
 		child.on("close", (code, signal) => {
+			clearTimeout(timer);
 			const stdout = Buffer.concat(out).toString("utf8").trim();
 			const stderr = Buffer.concat(err).toString("utf8").trim();
 			let parsed: unknown;

@@ -1,6 +1,6 @@
 // The boot and budget calls: one `pi-context` process per decision. This module only shapes
 // the request from live facts and reads the fields of the answer; the boot text, thresholds,
-// the countdown, the decision and the reminder/warning texts all come from the binary.
+// the countdown, the decision and the reminder, warning, close-out and continuation texts all come from the binary.
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
@@ -22,6 +22,8 @@ export interface BootWindows {
 
 export interface Boot {
 	text: string;
+	/** The continuation a reset appends right after this boot (`data.continuation`). */
+	continuation: string;
 	/** The one UI warning when some homes could not be read (the boot still rendered), else null. */
 	notice: string | null;
 }
@@ -35,8 +37,11 @@ export async function renderBoot(id: Identity, windows: BootWindows, openedAt: D
 	if (windows.previousWindowId) flags.push("--previous-window-id", windows.previousWindowId);
 	const env = await runPiContext("boot-render", flags, {}, { signal, cwd: id.cwd });
 	if (!env.ok) throw new RefusedError(env);
-	const notice = (env.data as { notice?: unknown } | null)?.notice;
-	return { text: env.text, notice: typeof notice === "string" ? notice : null };
+	const data = (env.data ?? {}) as { notice?: unknown; continuation?: unknown };
+	if (typeof data.continuation !== "string" || data.continuation === "") {
+		throw new Error("boot-render returned no continuation text (an older pi-context binary? rebuild or reinstall it)");
+	}
+	return { text: env.text, continuation: data.continuation, notice: typeof data.notice === "string" ? data.notice : null };
 }
 
 export type BudgetAction = "none" | "reminder" | "warning" | "hard_reset";
@@ -82,13 +87,21 @@ export function usageOf(ctx: ExtensionContext): WireUsage {
 
 export type WireUsage = { tokens: number | null; context_window: number | null } | null;
 
-async function runBudgetCheck(ctx: ExtensionContext, window: WindowFacts, enabled: boolean, usage: WireUsage, signal?: AbortSignal): Promise<Envelope & { ok: true }> {
-	const request = {
+async function runBudgetCheck(
+	ctx: ExtensionContext,
+	window: WindowFacts,
+	enabled: boolean,
+	usage: WireUsage,
+	signal?: AbortSignal,
+	closeOut = false,
+): Promise<Envelope & { ok: true }> {
+	const request: Record<string, unknown> = {
 		usage,
 		model: ctx.model ? `${ctx.model.provider}/${ctx.model.id}` : null,
 		window: { reminder_shown: window.reminderShown, warning_shown: window.warningShown },
 		enabled,
 	};
+	if (closeOut) request.close_out = true;
 	const flags = ["--agent-dir", agentDir(), "--cwd", ctx.cwd];
 	// Project settings count only when Pi trusts the project.
 	if (!ctx.isProjectTrusted()) flags.push("--untrusted-project");
@@ -98,13 +111,16 @@ async function runBudgetCheck(ctx: ExtensionContext, window: WindowFacts, enable
 }
 
 /**
- * The shared close-out warning text for `/wipe-memory`. `budget-check` hands out that text with
- * a warning-zone decision, so this asks it about a full window (the decision itself is ignored);
- * undefined when automatic compaction is off (no warning text is ever issued then).
+ * The shared close-out text for `/wipe-memory`: `budget-check` with `close_out: true` hands it
+ * out whatever the usage and `compaction.enabled`. Throws when the binary gives none.
  */
-export async function closeOutText(ctx: ExtensionContext, signal?: AbortSignal): Promise<string | undefined> {
-	const env = await runBudgetCheck(ctx, { reminderShown: false, warningShown: false }, true, { tokens: 1, context_window: 1 }, signal);
-	return readBudget(env).warningText;
+export async function closeOutText(ctx: ExtensionContext, signal?: AbortSignal): Promise<string> {
+	const env = await runBudgetCheck(ctx, { reminderShown: false, warningShown: false }, true, usageOf(ctx), signal, true);
+	const message = (env.data as { message?: { kind?: unknown; text?: unknown } | null } | null)?.message;
+	if (message?.kind !== "close_out" || typeof message.text !== "string" || message.text === "") {
+		throw new Error("budget-check returned no close-out text (an older pi-context binary? rebuild or reinstall it)");
+	}
+	return message.text;
 }
 
 function num(v: unknown): number | null {

@@ -16,10 +16,9 @@ import {
 import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
 import { BinaryUnavailable, locateBinary, withoutText } from "./binary.ts";
-import { type Budget, checkBudget, closeOutText, renderBoot } from "./decisions.ts";
+import { type Boot, type Budget, checkBudget, closeOutText, renderBoot } from "./decisions.ts";
 import { identityOf } from "./identity.ts";
 import * as R from "./reducer.ts";
-import { CLOSE_OUT_FALLBACK, CONTINUATION_TEXT } from "./texts.ts";
 import {
 	BOOT,
 	boundaryCommitted,
@@ -193,20 +192,17 @@ export class Lifecycle {
 			}
 			const tail = inspectMarkerTail(branch, sessionId);
 			if (!tail || tail.kind !== "needs") return;
-			let bootText: string | undefined;
-			if (tail.boot) {
-				const boot = await renderBoot(id, { firstWindowId: root, currentWindowId: tail.windowId, previousWindowId: tail.previousWindowId }, openedAt);
-				this.reportIncomplete(ctx, tail.windowId, boot.notice);
-				bootText = boot.text;
-			}
+			// One boot-render call gives both texts a repair may need (the boot, the continuation).
+			const boot = await renderBoot(id, { firstWindowId: root, currentWindowId: tail.windowId, previousWindowId: tail.previousWindowId }, openedAt);
+			if (tail.boot) this.reportIncomplete(ctx, tail.windowId, boot.notice);
 			if (!this.isCurrent(ctx, gen, sessionId, tail.windowId)) return;
 			const again = inspectMarkerTail(sm.getBranch(), sessionId);
 			if (!again || again.kind !== "needs") return;
-			if (again.boot && bootText !== undefined) {
-				this.pi.sendMessage({ customType: BOOT, content: bootText, display: false, details: { windowId: tail.windowId } }, { triggerTurn: false });
+			if (again.boot) {
+				this.pi.sendMessage({ customType: BOOT, content: boot.text, display: false, details: { windowId: tail.windowId } }, { triggerTurn: false });
 			}
-			if (again.continuation && (!again.boot || bootText !== undefined)) {
-				this.pi.sendMessage({ customType: CONTINUATION, content: CONTINUATION_TEXT, display: false }, { triggerTurn: false });
+			if (again.continuation) {
+				this.pi.sendMessage({ customType: CONTINUATION, content: boot.continuation, display: false }, { triggerTurn: false });
 			}
 		} catch (err) {
 			if (!this.binaryProblem(ctx, err)) this.notify(ctx, `pi-context: could not write the boot block (${(err as Error).message}).`, "warning");
@@ -231,11 +227,10 @@ export class Lifecycle {
 		const id = identityOf(ctx);
 		const openedAt = new Date();
 		const windowId = mintWindowId(branch, sessionId);
-		let bootText: string;
+		let boot: Boot;
 		try {
-			const boot = await renderBoot(id, { firstWindowId: rootWindowId(sessionId), currentWindowId: windowId, previousWindowId: previous }, openedAt);
+			boot = await renderBoot(id, { firstWindowId: rootWindowId(sessionId), currentWindowId: windowId, previousWindowId: previous }, openedAt);
 			if (this.isCurrent(ctx, gen, sessionId, previous)) this.reportIncomplete(ctx, windowId, boot.notice);
-			bootText = boot.text;
 		} catch (err) {
 			if (this.isCurrent(ctx, gen, sessionId, previous) && !this.binaryProblem(ctx, err)) {
 				this.notify(ctx, `pi-context: could not build reset (${(err as Error).message}).`, "warning");
@@ -247,8 +242,8 @@ export class Lifecycle {
 		return [
 			{ type: "compaction", summary: "", firstKeptEntryId: null },
 			{ type: "custom", customType: RESET_MARKER, data: { windowId } },
-			{ type: "custom_message", customType: BOOT, content: bootText, display: false, details: { windowId } },
-			{ type: "custom_message", customType: CONTINUATION, content: CONTINUATION_TEXT, display: false },
+			{ type: "custom_message", customType: BOOT, content: boot.text, display: false, details: { windowId } },
+			{ type: "custom_message", customType: CONTINUATION, content: boot.continuation, display: false },
 		];
 	}
 
@@ -472,14 +467,17 @@ export class Lifecycle {
 				: "pi-context: /wipe-memory queued; the agent is asked to close out its notes, and the reset commits when the run settles.",
 			"info",
 		);
-		let text: string | undefined;
+		let text: string;
 		try {
 			text = await closeOutText(ctx);
 		} catch (err) {
-			this.binaryProblem(ctx, err);
+			// No text of our own to fall back on: drop the request, as when sending fails.
+			this.state = R.initial;
+			if (!this.binaryProblem(ctx, err)) this.notify(ctx, `pi-context: could not get the close-out request (${(err as Error).message}).`, "error");
+			return;
 		}
 		try {
-			this.pi.sendMessage({ customType: MANUAL_WIPE, content: text ?? CLOSE_OUT_FALLBACK, display: false }, { triggerTurn: true, deliverAs: "steer" });
+			this.pi.sendMessage({ customType: MANUAL_WIPE, content: text, display: false }, { triggerTurn: true, deliverAs: "steer" });
 		} catch (err) {
 			this.state = R.initial;
 			this.notify(ctx, `pi-context: could not send the close-out request (${(err as Error).message}).`, "error");

@@ -2,6 +2,7 @@
 // this extension loaded from TypeScript by Pi's own loader, the real `pi-context` binary, and
 // every path isolated in a temp dir (PI_CODING_AGENT_DIR, PI_NOTES_HOME; never ~/.pi or ~/.agents).
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -193,3 +194,10 @@ export function assertFourEntries(entries, at = entries.length - 4) {
 	return windowId;
 }
 
+
+/** Ask the real binary directly (what the extension must pass through unchanged). */
+export function binary(command, flags = [], request = {}) {
+	const out = spawnSync(BIN, [command, ...flags], { input: JSON.stringify(request), encoding: "utf8" });
+	assert.equal(out.status, 0, `${command}: ${out.stdout}${out.stderr}`);
+	return JSON.parse(out.stdout);
+}

@@ -4,7 +4,7 @@
 // history_search still finds the earlier conversation.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { assertFourEntries, bootsIn, callTool, messageText, requestText, say, startSession, toolResults, world } from "./harness.mjs";
+import { assertFourEntries, binary, bootsIn, callTool, messageText, requestText, say, startSession, toolResults, world } from "./harness.mjs";
 
 const SECRET = "marmalade-7731";
 
@@ -49,7 +49,18 @@ test("/wipe-memory commits the four entries, the next request holds only the fre
 		const entries = run.entries();
 		const windowId = assertFourEntries(entries);
 		// The close-out request went to the model hidden, and the run stopped in the fresh window.
-		assert.ok(entries.some((e) => e.type === "custom_message" && e.customType === "pi-context/manual-wipe" && e.display === false));
+		const manual = entries.filter((e) => e.type === "custom_message" && e.customType === "pi-context/manual-wipe");
+		assert.equal(manual.length, 1);
+		assert.equal(manual[0].display, false);
+		// Its text is the binary's close-out, even with automatic compaction off (no budget
+		// warning would ever be due): the extension has no text of its own.
+		const closeOut = binary("budget-check", ["--agent-dir", w.agentDir, "--cwd", w.cwd], { close_out: true }).data.message;
+		assert.equal(closeOut.kind, "close_out");
+		assert.equal(manual[0].content, closeOut.text);
+		// The continuation is boot-render's, from the same call that rendered the boot.
+		const rendered = binary("boot-render", ["--session-id", entries[0].id], {}).data;
+		assert.equal(entries.at(-1).content, rendered.continuation);
+		assert.match(rendered.continuation, /^<context_window_continuation>/);
 		assert.equal(run.requests.length, 3, "no request after the reset: a manual wipe stops");
 		assert.ok(run.notices.some((n) => n.message.includes("received; the agent closes out its notes")));
 		assert.deepEqual(

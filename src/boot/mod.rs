@@ -8,7 +8,7 @@ pub mod tools;
 
 pub use load::{Layout, load_snapshot};
 pub use render::{
-    BootIdentity, HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot, Windows, render,
-    root_window_id,
+    BootIdentity, HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot, Windows, continuation,
+    render, root_window_id,
 };
 pub use tools::ToolNames;

@@ -243,6 +243,26 @@ Any other @ address is invalid. @ addresses name notes, never files: do not pass
     )
 }
 
+/// The continuation a host appends right after the boot of a reset window (reset-lifecycle
+/// §8, entry 4): the single piece of reset prose. Never part of a boot, so a root boot (no
+/// reset happened) never tells the model it woke up.
+pub fn continuation(tools: &ToolNames) -> String {
+    let ToolNames {
+        notes,
+        history_search,
+        history_list,
+        history_read,
+        ..
+    } = tools;
+    format!(
+        "<context_window_continuation>\n\
+You just woke up in a fresh context window: whatever you held only in your head before the reset is gone.\n\
+Nothing durable was lost. Your notes are intact (the boot block above indexes them; read them with {notes}) and the whole earlier conversation is still readable with {history_search}, {history_list} and {history_read}.\n\
+Read the notes that matter for your current task first, then carry on where you left off. Before redoing any work, check your notes and history: it may already be done.\n\
+</context_window_continuation>"
+    )
+}
+
 fn notes_index(identity: &BootIdentity, snapshot: &Snapshot, tools: &ToolNames) -> String {
     let sections: Vec<String> = HomeKind::ORDER
         .into_iter()

@@ -234,6 +234,26 @@ pub fn warning_text(tools: &ToolNames) -> String {
     )
 }
 
+/// The close-out request a host sends when the human asks to end the window (`/wipe-memory`):
+/// the shared close-out warning text under the manual entry type. Independent of usage and of
+/// `compaction.enabled`: the human's request does not depend on the budget.
+pub fn close_out_message(tools: &ToolNames) -> Message {
+    Message {
+        kind: "close_out",
+        custom_type: "pi-context/manual-wipe",
+        text: warning_text(tools),
+    }
+}
+
+impl Check {
+    /// This check answering an explicit close-out request: `message` becomes the close-out
+    /// text whatever the usage and settings; every other field keeps the usage-based answer.
+    pub fn with_close_out(mut self, tools: &ToolNames) -> Check {
+        self.message = Some(close_out_message(tools));
+        self
+    }
+}
+
 fn warning_message(tools: &ToolNames) -> Message {
     Message {
         kind: "warning",
@@ -334,6 +354,24 @@ mod tests {
             for default in ["notes_*", "get_context_remaining", "wipe_memory"] {
                 assert!(!text.contains(default), "{default} in {text}");
             }
+        }
+    }
+
+    #[test]
+    fn close_out_replaces_the_message_whatever_the_budget() {
+        let off = Policy {
+            automatic: false,
+            ..DEFAULT
+        };
+        for (policy, remaining) in [(&DEFAULT, 100_000), (&DEFAULT, 40_000), (&off, 20_000)] {
+            let check = run(policy, remaining, WindowFacts::default());
+            let decision = check.decision;
+            let closed = check.with_close_out(&ToolNames::default());
+            assert_eq!(closed.decision, decision, "the decision is unchanged");
+            let message = closed.message.unwrap();
+            assert_eq!(message.kind, "close_out");
+            assert_eq!(message.custom_type, "pi-context/manual-wipe");
+            assert_eq!(message.text, warning_text(&ToolNames::default()));
         }
     }
 

@@ -1,6 +1,7 @@
 //! `pi-context boot-render`: load the five-home snapshot once and render the boot block for the
 //! head of a context window. Identity, window ids and `opened_at` come from flags; the request
-//! carries only the tool-name bindings.
+//! carries only the tool-name bindings. The answer also carries the reset continuation text
+//! (`data.continuation`), so a host gets every model-facing text of a reset from one call.
 
 use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         "unavailable": unavailable,
         "notice": notice,
         "text_chars": text.chars().count(),
+        "continuation": boot::continuation(&request.tools),
     });
     Ok(Reply::ok(data, text))
 }

@@ -53,6 +53,9 @@ struct Request {
     #[serde(default = "yes")]
     enabled: bool,
     tools: ToolNames,
+    /// The host asks for the close-out text (the human's `/wipe-memory`): `message` is the
+    /// close-out whatever the usage and settings.
+    close_out: bool,
 }
 
 fn yes() -> bool {
@@ -121,6 +124,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             request.enabled,
             &request.tools,
         );
+        let check = if request.close_out {
+            check.with_close_out(&request.tools)
+        } else {
+            check
+        };
         let text = decision::remaining_text(check.remaining_tokens);
         let mut data =
             serde_json::to_value(&check).expect("a budget check holds only JSON-safe data");

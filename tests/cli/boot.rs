@@ -307,6 +307,7 @@ fn custom_tool_bindings() {
     let out = store.render(&["--format", "both"], &request.to_string());
     let envelope = out.json();
     let text = envelope["text"].as_str().unwrap();
+    let continuation = envelope["data"]["continuation"].as_str().unwrap();
     for default in [
         "notes_*",
         "notes_list",
@@ -318,7 +319,17 @@ fn custom_tool_bindings() {
         "wipe_memory",
     ] {
         assert!(!text.contains(default), "{default} in the boot");
+        assert!(
+            !continuation.contains(default),
+            "{default} in the continuation"
+        );
     }
+    assert!(continuation.contains("past_grep, past_ls and past_cat"));
+    assert!(continuation.contains("memo_*"));
+    assert!(
+        !text.contains("context_window_continuation"),
+        "the boot never holds the continuation"
+    );
     assert!(text.contains("memo_ls can retry"));
     assert!(
         envelope["data"]["notice"]

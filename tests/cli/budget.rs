@@ -346,3 +346,53 @@ fn malformed_requests_are_refused_with_exit_2() {
         assert_eq!(out.json()["error"]["code"], "invalid_request", "{label}");
     }
 }
+
+#[test]
+fn close_out_request_hands_out_the_close_out_text_whatever_the_budget() {
+    // Compaction off and usage unknown: no budget message would ever be due, yet the human's
+    // close-out request still gets its text; the decision fields keep the usage-based answer.
+    let world = World::new(Some(r#"{"compaction": {"enabled": false}}"#), None);
+    let out = world.check(
+        &["--format", "both"],
+        &json!({"usage": null, "close_out": true, "window": {"warning_shown": true}}),
+    );
+    insta::assert_snapshot!(world.redacted(&out));
+    let data = &out.json()["data"];
+    assert_eq!(data["decision"], "none");
+    assert_eq!(data["automatic"], false);
+    assert_eq!(data["message"]["kind"], "close_out");
+    assert_eq!(data["message"]["custom_type"], "pi-context/manual-wipe");
+
+    // The same text as the budget warning, and custom bindings reach it; at any usage.
+    let default_world = World::new(None, None);
+    let warning = default_world.check(&[], &json!({"usage": usage_at(30_000)}));
+    for usage in [
+        usage_at(150_000),
+        usage_at(30_000),
+        json!({"tokens": 1, "context_window": 0}),
+    ] {
+        let out = default_world.check(&[], &json!({"usage": usage, "close_out": true}));
+        assert_eq!(out.code, 0, "{}", out.transcript());
+        assert_eq!(
+            out.json()["data"]["message"]["text"],
+            warning.json()["data"]["message"]["text"]
+        );
+    }
+    let custom = default_world.check(
+        &[],
+        &json!({"close_out": true, "tools": {"notes": "memo_*", "wipe": "fresh_start"}}),
+    );
+    let text = custom.json()["data"]["message"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains("memo_*") && text.contains("fresh_start"),
+        "{text}"
+    );
+    assert!(!text.contains("wipe_memory"));
+
+    let refused = default_world.check(&[], &json!({"close_out": "yes"}));
+    assert_eq!(refused.code, 2);
+    assert_eq!(refused.json()["error"]["code"], "invalid_request");
+}
