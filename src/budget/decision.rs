@@ -215,12 +215,28 @@ pub fn reminder_text(left: u64, tools: &ToolNames) -> String {
     )
 }
 
-/// The final warning (also the text of a manual `/wipe-memory` request).
+/// The final warning, sent when the budget reaches the warning line.
 pub fn warning_text(tools: &ToolNames) -> String {
+    close_out_text(
+        "Final warning: this context window is almost full and your memory is about to be wiped.",
+        tools,
+    )
+}
+
+/// The text of a manual close-out (`/wipe-memory`): the same instructions as the final warning,
+/// but saying why honestly — the human asked, the window need not be full.
+pub fn manual_close_out_text(tools: &ToolNames) -> String {
+    close_out_text(
+        "The human asked to end this context window: your memory is about to be wiped.",
+        tools,
+    )
+}
+
+/// One close-out instruction, whatever started it: `why` is its first line.
+fn close_out_text(why: &str, tools: &ToolNames) -> String {
     format!(
         "<context_window_guidance>\n\
-         Final warning: this context window is almost full and your memory is about to be \
-         wiped.\n\
+         {why}\n\
          Close out now with {notes}:\n\
          - write the current state into notes: the goal, what changed, blockers, next steps, \
          the skills you will need again, and which notes or docs to read first;\n\
@@ -234,14 +250,14 @@ pub fn warning_text(tools: &ToolNames) -> String {
     )
 }
 
-/// The close-out request a host sends when the human asks to end the window (`/wipe-memory`):
-/// the shared close-out warning text under the manual entry type. Independent of usage and of
-/// `compaction.enabled`: the human's request does not depend on the budget.
+/// The close-out request a host sends when the human asks to end the window (`/wipe-memory`),
+/// under the manual entry type. Independent of usage and of `compaction.enabled`: the human's
+/// request does not depend on the budget.
 pub fn close_out_message(tools: &ToolNames) -> Message {
     Message {
         kind: "close_out",
         custom_type: "pi-context/manual-wipe",
-        text: warning_text(tools),
+        text: manual_close_out_text(tools),
     }
 }
 
@@ -371,7 +387,12 @@ mod tests {
             let message = closed.message.unwrap();
             assert_eq!(message.kind, "close_out");
             assert_eq!(message.custom_type, "pi-context/manual-wipe");
-            assert_eq!(message.text, warning_text(&ToolNames::default()));
+            assert_eq!(message.text, manual_close_out_text(&ToolNames::default()));
+            assert!(
+                message
+                    .text
+                    .starts_with("<context_window_guidance>\nThe human asked")
+            );
         }
     }
 
