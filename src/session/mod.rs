@@ -30,7 +30,10 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use rustc_hash::FxHashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 
 /// Why a session could not be read. Each variant has a stable [`SessionError::code`].
@@ -184,8 +187,9 @@ pub struct Session {
     pub entries: Vec<Entry>,
     /// Non-blank lines that were not one JSON object (including a torn last line).
     pub skipped_lines: u64,
-    /// Entry index by id; a later duplicate wins, as in Pi's index.
-    by_id: FxHashMap<String, usize>,
+    /// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only
+    /// indexes (hashing and comparing `entries[i].id`), so no id is copied.
+    by_id: HashTable<usize>,
     file: File,
 }
 
@@ -224,7 +228,7 @@ impl Session {
         let chunks = (size / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
         let bounds = chunk_bounds(&file, size, chunks).map_err(io_error)?;
         let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-            vec![decode_chunk(&file, bounds[0], bounds[1], line_test)]
+            vec![decode_chunk(&file, size, bounds[0], bounds[1], line_test)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = bounds
@@ -232,7 +236,7 @@ impl Session {
                     .map(|w| {
                         let file = &file;
                         let (from, to) = (w[0], w[1]);
-                        scope.spawn(move || decode_chunk(file, from, to, line_test))
+                        scope.spawn(move || decode_chunk(file, size, from, to, line_test))
                     })
                     .collect();
                 handles
@@ -275,20 +279,16 @@ impl Session {
             line_base += chunk.line_count;
             chunks.push(chunk);
         }
-        // One chunk hands over its vectors; several are concatenated once.
-        let (mut entries, flags) = if chunks.len() == 1 {
-            let chunk = chunks.pop().expect("one chunk");
-            (chunk.entries, chunk.flags)
-        } else {
-            let total = chunks.iter().map(|c| c.entries.len()).sum();
-            let mut entries: Vec<Entry> = Vec::with_capacity(total);
-            let mut flags: Vec<bool> = Vec::with_capacity(total);
-            for mut chunk in chunks {
-                entries.append(&mut chunk.entries);
-                flags.append(&mut chunk.flags);
-            }
-            (entries, flags)
+        // The first chunk's vectors (reserved for the whole file) take the others' entries.
+        let mut chunks = chunks.into_iter();
+        let (mut entries, mut flags) = match chunks.next() {
+            Some(first) => (first.entries, first.flags),
+            None => (Vec::new(), Vec::new()),
         };
+        for mut chunk in chunks {
+            entries.append(&mut chunk.entries);
+            flags.append(&mut chunk.flags);
+        }
         let header = header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
         })?;
@@ -311,11 +311,18 @@ impl Session {
                 entry.id = Some(id);
             }
         }
-        let mut by_id =
-            FxHashMap::with_capacity_and_hasher(entries.len(), rustc_hash::FxBuildHasher);
+        let mut by_id = HashTable::with_capacity(entries.len());
         for (index, entry) in entries.iter().enumerate() {
-            if let Some(id) = &entry.id {
-                by_id.insert(id.clone(), index);
+            if let Some(id) = entry.id.as_deref() {
+                let hash = id_hash(id);
+                match by_id.find_mut(hash, |&i: &usize| entries[i].id.as_deref() == Some(id)) {
+                    Some(slot) => *slot = index,
+                    None => {
+                        by_id.insert_unique(hash, index, |&i: &usize| {
+                            id_hash(entries[i].id.as_deref().unwrap_or_default())
+                        });
+                    }
+                }
             }
         }
         Ok((
@@ -333,7 +340,9 @@ impl Session {
 
     /// The entry index of an id (the later of duplicates).
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.by_id
+            .find(id_hash(id), |&i| self.entries[i].id.as_deref() == Some(id))
+            .copied()
     }
 
     /// The leaf: the entry named `explicit`, else the last entry in file order (`None` when the
@@ -411,6 +420,11 @@ impl Session {
     }
 }
 
+/// The hash of an entry id in [`Session::by_id`].
+fn id_hash(id: &str) -> u64 {
+    FxBuildHasher.hash_one(id)
+}
+
 /// Files at least this large per extra thread are decoded in parallel chunks.
 const PARALLEL_CHUNK_MIN_BYTES: u64 = 8 << 20;
 
@@ -468,6 +482,7 @@ fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>
 /// Decode the lines in `[from, to)` of `file`.
 fn decode_chunk(
     file: &File,
+    size: u64,
     from: u64,
     to: u64,
     line_test: &(dyn Fn(&[u8]) -> bool + Sync),
@@ -480,8 +495,9 @@ fn decode_chunk(
     });
     reader.base = from;
     // Reserve for lines of about 2 KB (Pi's lines are mostly longer), so the vectors rarely
-    // grow and copy; pages never written are never resident.
-    let expected = usize::try_from((to - from) / 2048).unwrap_or(0);
+    // grow and copy; pages never written are never resident. The first chunk reserves for the
+    // whole file, so the other chunks are appended to it without moving it.
+    let expected = usize::try_from((if from == 0 { size } else { to - from }) / 2048).unwrap_or(0);
     let mut chunk = Chunk {
         entries: Vec::with_capacity(expected),
         flags: Vec::with_capacity(expected),
