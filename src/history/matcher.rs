@@ -66,9 +66,12 @@ impl Matcher {
                 .any(|c| c.is_whitespace() || c.is_control() || UNSAFE_CHARS.contains(&c))
                 && !digits_ms.is_match(q)
         }) && !GENERATED_WORDS.iter().any(|w| document.is_match(w));
+        // One pass per line: the query, or a `\u` escape other than the `\u000X`/`\u001X`
+        // control form (see `raw_may_match`), which stays case-sensitive.
+        let raw_pattern = format!(r"(?:{pattern})|(?s-iu:\\u(?:[^0]|0[^0]|00[^01]|.{{0,3}}\z))");
         let raw = if safe {
             Some(
-                bytes::RegexBuilder::new(&pattern)
+                bytes::RegexBuilder::new(&raw_pattern)
                     .case_insensitive(true)
                     .size_limit(64 << 20)
                     .build()
@@ -93,17 +96,19 @@ impl Matcher {
     /// `false` only when no event built from this line can match. Sound because a safe query
     /// contains no separator or escaped character and is not part of any generated word, so a
     /// match lies inside text copied verbatim from a JSON string of the line (Pi writes
-    /// non-ASCII literally; a line with other `\u` escapes is always a maybe).
+    /// non-ASCII literally; a line with other `\u` escapes is always a maybe). The escape test
+    /// is part of the same compiled pattern, so each line is scanned once.
     pub fn raw_may_match(&self, line: &[u8]) -> bool {
         let Some(raw) = &self.raw else {
             return true;
         };
-        raw.is_match(line) || has_non_control_unicode_escape(line)
+        raw.is_match(line)
     }
 }
 
 /// Whether `line` contains a `\uXXXX` escape other than the `\u00XX` control-character form
 /// JavaScript itself writes.
+#[cfg(test)]
 fn has_non_control_unicode_escape(line: &[u8]) -> bool {
     memchr::memmem::find_iter(line, b"\\u").any(|at| {
         let hex = line.get(at + 2..at + 6).unwrap_or(b"");
@@ -143,6 +148,34 @@ mod tests {
         assert!(!matcher(&["42"]).has_prefilter());
         assert!(!matcher(&["x\"y"]).has_prefilter());
         assert!(!matcher(&["zebra", "--- output"]).has_prefilter());
+    }
+
+    #[test]
+    fn the_fused_escape_test_agrees_with_the_byte_rule() {
+        let m = matcher(&["zebrafish"]);
+        for line in [
+            &br#"{"a":"cat\u001b[0m"}"#[..],
+            br#"{"a":"z\u00e9bre"}"#,
+            br#"{"a":"\u0000 \u0019"}"#,
+            br#"{"a":"\u0020"}"#,
+            br#"{"a":"\U00e9"}"#,
+            br"\u",
+            br"x\u0",
+            br"x\u00",
+            br"x\u001",
+            br"x\u002",
+            br"x\u0010",
+            br"x\u00",
+            br"\ud83d\ude00",
+            br"plain",
+        ] {
+            assert_eq!(
+                m.raw_may_match(line),
+                has_non_control_unicode_escape(line),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
     }
 
     #[test]

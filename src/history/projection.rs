@@ -5,6 +5,8 @@
 //! (`super::document`). It must not decide paging or rendering.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 use crate::session::{EntryKind, Role, Session};
@@ -226,7 +228,7 @@ impl Projection {
         }
 
         // §5.1: toolCallId → the first toolResult item with that id.
-        let mut results: HashMap<&str, (u64, usize)> = HashMap::new();
+        let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
         for (_, _, items) in &windows {
             for item in items {
                 if let Raw::ToolResult { seq, entry } = item

@@ -26,11 +26,14 @@
 
 mod skeleton;
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 
 /// Why a session could not be read. Each variant has a stable [`SessionError::code`].
@@ -184,8 +187,9 @@ pub struct Session {
     pub entries: Vec<Entry>,
     /// Non-blank lines that were not one JSON object (including a torn last line).
     pub skipped_lines: u64,
-    /// Entry index by id; a later duplicate wins, as in Pi's index.
-    by_id: HashMap<String, usize>,
+    /// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only
+    /// indexes (hashing and comparing `entries[i].id`), so no id is copied.
+    by_id: HashTable<usize>,
     file: File,
 }
 
@@ -224,7 +228,7 @@ impl Session {
         let chunks = (size / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
         let bounds = chunk_bounds(&file, size, chunks).map_err(io_error)?;
         let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-            vec![decode_chunk(&file, bounds[0], bounds[1], line_test)]
+            vec![decode_chunk(&file, size, bounds[0], bounds[1], line_test)]
         } else {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = bounds
@@ -232,7 +236,7 @@ impl Session {
                     .map(|w| {
                         let file = &file;
                         let (from, to) = (w[0], w[1]);
-                        scope.spawn(move || decode_chunk(file, from, to, line_test))
+                        scope.spawn(move || decode_chunk(file, size, from, to, line_test))
                     })
                     .collect();
                 handles
@@ -241,53 +245,49 @@ impl Session {
                     .collect()
             })
         };
+        let not_a_session = || SessionError::NotASession {
+            path: path.to_path_buf(),
+        };
         let mut line_base = 0u64;
         let mut header: Option<Header> = None;
-        let mut entries: Vec<Entry> = Vec::new();
-        let mut flags: Vec<bool> = Vec::new();
         let mut skipped = 0u64;
+        let mut chunks = Vec::with_capacity(decoded.len());
         for chunk in decoded {
-            let chunk = chunk.map_err(io_error)?;
-            for line in chunk.lines {
-                let (mut entry, tested) = match line {
-                    DecodedLine::Malformed => {
-                        skipped += 1;
-                        continue;
-                    }
-                    DecodedLine::Session { .. } if header.is_some() => {
-                        // A second header (concatenated files): not an entry, as in Pi's index.
-                        continue;
-                    }
-                    DecodedLine::Session {
-                        id: Some(id),
-                        version,
-                        timestamp,
-                    } => {
-                        header = Some(Header {
-                            id,
-                            version,
-                            timestamp,
-                        });
-                        continue;
-                    }
-                    // The first parsed object must be the header.
-                    DecodedLine::Session { id: None, .. } => {
-                        return Err(SessionError::NotASession {
-                            path: path.to_path_buf(),
-                        });
-                    }
-                    DecodedLine::Entry { .. } if header.is_none() => {
-                        return Err(SessionError::NotASession {
-                            path: path.to_path_buf(),
-                        });
-                    }
-                    DecodedLine::Entry { entry, tested } => (entry, tested),
-                };
+            let mut chunk = chunk.map_err(io_error)?;
+            skipped += chunk.malformed;
+            if header.is_none() {
+                // The first parsed object must be the header; later `session` lines
+                // (concatenated files) are not entries, as in Pi's index.
+                match chunk.first_session.take() {
+                    Some(first) if first.entries_before == 0 => match first.id {
+                        Some(id) => {
+                            header = Some(Header {
+                                id,
+                                version: first.version,
+                                timestamp: first.timestamp,
+                            })
+                        }
+                        None => return Err(not_a_session()),
+                    },
+                    _ if !chunk.entries.is_empty() => return Err(not_a_session()),
+                    _ => {}
+                }
+            }
+            for entry in &mut chunk.entries {
                 entry.line_no += line_base;
-                flags.push(tested);
-                entries.push(entry);
             }
             line_base += chunk.line_count;
+            chunks.push(chunk);
+        }
+        // The first chunk's vectors (reserved for the whole file) take the others' entries.
+        let mut chunks = chunks.into_iter();
+        let (mut entries, mut flags) = match chunks.next() {
+            Some(first) => (first.entries, first.flags),
+            None => (Vec::new(), Vec::new()),
+        };
+        for mut chunk in chunks {
+            entries.append(&mut chunk.entries);
+            flags.append(&mut chunk.flags);
         }
         let header = header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
@@ -311,10 +311,18 @@ impl Session {
                 entry.id = Some(id);
             }
         }
-        let mut by_id = HashMap::with_capacity(entries.len());
+        let mut by_id = HashTable::with_capacity(entries.len());
         for (index, entry) in entries.iter().enumerate() {
-            if let Some(id) = &entry.id {
-                by_id.insert(id.clone(), index);
+            if let Some(id) = entry.id.as_deref() {
+                let hash = id_hash(id);
+                match by_id.find_mut(hash, |&i: &usize| entries[i].id.as_deref() == Some(id)) {
+                    Some(slot) => *slot = index,
+                    None => {
+                        by_id.insert_unique(hash, index, |&i: &usize| {
+                            id_hash(entries[i].id.as_deref().unwrap_or_default())
+                        });
+                    }
+                }
             }
         }
         Ok((
@@ -332,7 +340,9 @@ impl Session {
 
     /// The entry index of an id (the later of duplicates).
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.by_id
+            .find(id_hash(id), |&i| self.entries[i].id.as_deref() == Some(id))
+            .copied()
     }
 
     /// The leaf: the entry named `explicit`, else the last entry in file order (`None` when the
@@ -410,25 +420,32 @@ impl Session {
     }
 }
 
+/// The hash of an entry id in [`Session::by_id`].
+fn id_hash(id: &str) -> u64 {
+    FxBuildHasher.hash_one(id)
+}
+
 /// Files at least this large per extra thread are decoded in parallel chunks.
 const PARALLEL_CHUNK_MIN_BYTES: u64 = 8 << 20;
 
-/// One decoded line of a chunk (blank lines are not reported).
-enum DecodedLine {
-    /// Not one JSON object.
-    Malformed,
-    /// An object of type `session`: the header when it comes first.
-    Session {
-        id: Option<String>,
-        version: u64,
-        timestamp: Option<String>,
-    },
-    /// Any other object, decoded as a v3 entry; `line_no` counts from the chunk start.
-    Entry { entry: Entry, tested: bool },
+/// The first `session` line of a chunk: the file's header when nothing parsed precedes it.
+struct FirstSession {
+    /// Entries of the chunk decoded before it.
+    entries_before: usize,
+    id: Option<String>,
+    version: u64,
+    timestamp: Option<String>,
 }
 
+/// The decoded lines of one chunk, with `line_no`s counted from the chunk start.
 struct Chunk {
-    lines: Vec<DecodedLine>,
+    /// Every object line other than a `session` line, decoded as a v3 entry.
+    entries: Vec<Entry>,
+    /// `line_test` of each entry's raw line.
+    flags: Vec<bool>,
+    first_session: Option<FirstSession>,
+    /// Non-blank lines that were not one JSON object.
+    malformed: u64,
     /// Every line of the chunk, blank ones included.
     line_count: u64,
 }
@@ -465,6 +482,7 @@ fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>
 /// Decode the lines in `[from, to)` of `file`.
 fn decode_chunk(
     file: &File,
+    size: u64,
     from: u64,
     to: u64,
     line_test: &(dyn Fn(&[u8]) -> bool + Sync),
@@ -476,35 +494,58 @@ fn decode_chunk(
         end: to,
     });
     reader.base = from;
-    let mut lines = Vec::new();
-    let mut line_count = 0u64;
+    // Reserve for lines of about 2 KB (Pi's lines are mostly longer), so the vectors rarely
+    // grow and copy; pages never written are never resident. The first chunk reserves for the
+    // whole file, so the other chunks are appended to it without moving it.
+    let expected = usize::try_from((if from == 0 { size } else { to - from }) / 2048).unwrap_or(0);
+    let mut chunk = Chunk {
+        entries: Vec::with_capacity(expected),
+        flags: Vec::with_capacity(expected),
+        first_session: None,
+        malformed: 0,
+        line_count: 0,
+    };
     while let Some((offset, body)) = reader.next_line()? {
-        line_count += 1;
+        chunk.line_count += 1;
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let raw = match skeleton::decode(body) {
-            Ok(raw) => Some(raw),
-            Err(_) => repair_lone_surrogates(body).and_then(|fixed| skeleton::decode(&fixed).ok()),
+        let line_no = chunk.line_count;
+        let mut take = |raw: skeleton::RawEntry| {
+            if raw.kind.as_deref() == Some("session") {
+                if chunk.first_session.is_none() {
+                    chunk.first_session = Some(FirstSession {
+                        entries_before: chunk.entries.len(),
+                        id: raw.id,
+                        version: if raw.version_present {
+                            raw.version.unwrap_or(1)
+                        } else {
+                            1
+                        },
+                        timestamp: raw.timestamp,
+                    });
+                }
+            } else {
+                chunk.flags.push(line_test(body));
+                chunk
+                    .entries
+                    .push(entry_from_raw(raw, line_no, offset, body.len() as u64, 3));
+            }
         };
-        lines.push(match raw {
-            None => DecodedLine::Malformed,
-            Some(raw) if raw.kind.as_deref() == Some("session") => DecodedLine::Session {
-                id: raw.id,
-                version: if raw.version_present {
-                    raw.version.unwrap_or(1)
-                } else {
-                    1
-                },
-                timestamp: raw.timestamp,
-            },
-            Some(raw) => DecodedLine::Entry {
-                tested: line_test(body),
-                entry: entry_from_raw(raw, line_count, offset, body.len() as u64, 3),
-            },
-        });
+        let parsed = match skeleton::decode(body) {
+            Ok(raw) => {
+                take(raw);
+                true
+            }
+            Err(_) => repair_lone_surrogates(body)
+                .and_then(|fixed| skeleton::decode(&fixed).ok().map(take))
+                .is_some(),
+        };
+        if !parsed {
+            chunk.malformed += 1;
+        }
     }
-    Ok(Chunk { lines, line_count })
+    Ok(chunk)
 }
 
 /// Reads `[at, end)` of a file with positioned reads.
@@ -605,7 +646,7 @@ pub fn parse_value(line: &[u8]) -> Option<Value> {
 }
 
 fn entry_from_raw(
-    raw: skeleton::RawEntry,
+    raw: skeleton::RawEntry<'_>,
     line_no: u64,
     offset: u64,
     len: u64,

@@ -9,30 +9,33 @@
 //! JavaScript reader keeps such lines: only a line that is not one JSON object is malformed.
 //! Duplicate keys keep the last value, as `JSON.parse` does.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// What the light decode extracts from one line.
+/// What the light decode extracts from one line. Names that are only compared (`type`,
+/// `role`) borrow from the line when they hold no escape, so the common line allocates only
+/// its ids and timestamp.
 #[derive(Debug, Default)]
-pub(crate) struct RawEntry {
-    pub kind: Option<String>,
+pub(crate) struct RawEntry<'de> {
+    pub kind: Option<Cow<'de, str>>,
     pub id: Option<String>,
     pub parent_id: Option<String>,
     pub timestamp: Option<String>,
     pub custom_type: Option<String>,
     /// `data.windowId` when `data` is an object and `windowId` a string.
     pub data_window_id: Option<String>,
-    pub message: Option<RawMessage>,
+    pub message: Option<RawMessage<'de>>,
     /// Header only: `version` when it is a non-negative integer.
     pub version: Option<u64>,
     pub version_present: bool,
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct RawMessage {
-    pub role: Option<String>,
+pub(crate) struct RawMessage<'de> {
+    pub role: Option<Cow<'de, str>>,
     pub content: ContentMeta,
     pub tool_call_id: Option<String>,
     pub tool_name: Option<String>,
@@ -50,7 +53,7 @@ pub(crate) struct ContentMeta {
 }
 
 /// Decode one line. `Err` means the line is not one JSON object (malformed).
-pub(crate) fn decode(line: &[u8]) -> Result<RawEntry, serde_json::Error> {
+pub(crate) fn decode(line: &[u8]) -> Result<RawEntry<'_>, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(line);
     let entry = de.deserialize_map(EntryVisitor)?;
     de.end()?;
@@ -120,6 +123,37 @@ impl<'de> Visitor<'de> for LooseStringVisitor {
     ignore_compounds!(None);
 }
 
+/// A name that is only compared: borrowed from the line unless it holds an escape. Other JSON
+/// types read as absent, like [`LooseString`].
+struct LooseName;
+
+impl<'de> DeserializeSeed<'de> for LooseName {
+    type Value = Option<Cow<'de, str>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(LooseNameVisitor)
+    }
+}
+
+struct LooseNameVisitor;
+
+impl<'de> Visitor<'de> for LooseNameVisitor {
+    type Value = Option<Cow<'de, str>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Owned(v)))
+    }
+    ignore_scalars!(None);
+    ignore_compounds!(None);
+}
+
 /// The top-level keys we care about, decoded without allocating.
 #[derive(Clone, Copy)]
 enum Key {
@@ -182,15 +216,15 @@ impl<'de> Visitor<'de> for KeyVisitor {
 struct EntryVisitor;
 
 impl<'de> Visitor<'de> for EntryVisitor {
-    type Value = RawEntry;
+    type Value = RawEntry<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry<'de>, A::Error> {
         let mut entry = RawEntry::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key {
-                Key::Type => entry.kind = map.next_value_seed(LooseString)?,
+                Key::Type => entry.kind = map.next_value_seed(LooseName)?,
                 Key::Id => entry.id = map.next_value_seed(LooseString)?,
                 Key::ParentId => entry.parent_id = map.next_value_seed(LooseString)?,
                 Key::Timestamp => entry.timestamp = map.next_value_seed(LooseString)?,
@@ -290,7 +324,7 @@ impl<'de> Visitor<'de> for DataVisitor {
 struct MessageSeed;
 
 impl<'de> DeserializeSeed<'de> for MessageSeed {
-    type Value = Option<RawMessage>;
+    type Value = Option<RawMessage<'de>>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(MessageVisitor)
     }
@@ -299,7 +333,7 @@ impl<'de> DeserializeSeed<'de> for MessageSeed {
 struct MessageVisitor;
 
 impl<'de> Visitor<'de> for MessageVisitor {
-    type Value = Option<RawMessage>;
+    type Value = Option<RawMessage<'de>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
@@ -315,7 +349,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         let mut message = RawMessage::default();
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key {
-                Key::Role => message.role = map.next_value_seed(LooseString)?,
+                Key::Role => message.role = map.next_value_seed(LooseName)?,
                 Key::Content => message.content = map.next_value_seed(ContentSeed)?,
                 Key::ToolCallId => message.tool_call_id = map.next_value_seed(LooseString)?,
                 Key::ToolName => message.tool_name = map.next_value_seed(LooseString)?,
@@ -413,14 +447,14 @@ impl<'de> Visitor<'de> for BlockVisitor {
         Ok(Block::Other)
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut kind: Option<String> = None;
+        let mut kind: Option<Cow<'de, str>> = None;
         let mut id = None;
         let mut name = None;
         // None: no string `text`; Some(non_empty).
         let mut text: Option<bool> = None;
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key {
-                Key::Type => kind = map.next_value_seed(LooseString)?,
+                Key::Type => kind = map.next_value_seed(LooseName)?,
                 Key::Id => id = map.next_value_seed(LooseString)?,
                 Key::Name => name = map.next_value_seed(LooseString)?,
                 Key::Text => text = map.next_value_seed(TextProbe)?,
