@@ -249,6 +249,27 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     })
 }
 
+/// Lock an existing file for a read-modify-write and read it. Creates nothing: a missing file
+/// is `not_found`, and a non-regular or hard-linked one is refused as `check_existing` says.
+fn lock_and_read_existing(
+    jailed: &Jailed,
+    path: &str,
+) -> Result<(fsio::PathLock, String), JailError> {
+    let not_found = || {
+        JailError::new(
+            "not_found",
+            format!("{path} does not exist in the notes home"),
+        )
+    };
+    let guard = fsio::lock_existing(&jailed.file)
+        .map_err(|e| JailError::io("cannot lock", path, e))?
+        .ok_or_else(not_found)?;
+    check_existing(jailed, path)?.ok_or_else(not_found)?;
+    let text =
+        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    Ok((guard, text))
+}
+
 /// Existing-file checks shared by every operation: a regular file with one link.
 fn check_existing(jailed: &Jailed, path: &str) -> Result<Option<fs::Metadata>, JailError> {
     match fs::metadata(&jailed.file) {
@@ -312,16 +333,7 @@ pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailErro
         return Err(JailError::new("invalid_request", "edits must not be empty"));
     }
     let jailed = resolve(home, path, false)?;
-    let _guard =
-        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
-    if check_existing(&jailed, path)?.is_none() {
-        return Err(JailError::new(
-            "not_found",
-            format!("{path} does not exist in the notes home"),
-        ));
-    }
-    let text =
-        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    let (_guard, text) = lock_and_read_existing(&jailed, path)?;
     let updated = apply_edits(&text, edits, path)?;
     fsio::write_atomic(&jailed.file, updated.as_bytes())
         .map_err(|e| JailError::io("cannot write", path, e))?;
@@ -390,16 +402,7 @@ fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<String, JailErr
 /// at a crumpled note is itself removed.
 pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
     let jailed = resolve(home, path, false)?;
-    let _guard =
-        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
-    if check_existing(&jailed, path)?.is_none() {
-        return Err(JailError::new(
-            "not_found",
-            format!("{path} does not exist in the notes home"),
-        ));
-    }
-    let text =
-        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    let (_guard, text) = lock_and_read_existing(&jailed, path)?;
     if !is_crumpled(&text) {
         return Err(JailError::new(
             "not_crumpled",

@@ -762,20 +762,7 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
 fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     let mut file = fs::File::open(path)?;
     buf.clear();
-    let mut len = 0;
-    loop {
-        if buf.len() - len < 4096 {
-            buf.resize(len + 16 * 1024, 0);
-        }
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(len);
-    Ok(())
+    read_to_end_plain(&mut file, buf, 0)
 }
 
 /// How much of a note a listing reads first; frontmatter blocks are a few hundred bytes.
@@ -803,7 +790,12 @@ fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     if frontmatter::block_prefix(buf).is_some() {
         return Ok(());
     }
-    // No closed block in the head: fall back to the whole file so parsing sees what it would.
+    // No closed block in the head: read the rest so parsing sees what it would.
+    read_to_end_plain(&mut file, buf, len)
+}
+
+/// Append the rest of `file` to the first `len` bytes of `buf`, with plain `read` calls.
+fn read_to_end_plain(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize) -> io::Result<()> {
     loop {
         if buf.len() - len < 4096 {
             buf.resize(len + 16 * 1024, 0);
