@@ -120,6 +120,24 @@ fn every_outcome_and_refusal_of_dream_fs() {
 }
 
 #[test]
+fn edit_or_delete_of_a_missing_note_creates_nothing() {
+    let w = World::new();
+    for (op, request) in [
+        (
+            "edit",
+            json!({"path": "human/new-dir/none.md", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ),
+        ("delete", json!({"path": "project/absent-key/none.md"})),
+    ] {
+        let out = dream_fs(&w, op, &request);
+        assert_eq!(out.code, 1, "{}", out.transcript());
+        assert_eq!(out.json()["error"]["code"], "not_found");
+    }
+    assert!(!w.home().join("human/new-dir").exists());
+    assert!(!w.home().join("project/absent-key").exists());
+}
+
+#[test]
 fn symlinked_note_inside_the_home_is_written_through() {
     let w = World::new();
     w.write("notes/human/real.md", &note("real", None));
