@@ -8,15 +8,15 @@
 //! file time until the newest `cap` rows are certain (see [`load_home`]).
 
 use std::cmp::Ordering;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
-use crate::notes::frontmatter;
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
+use crate::notes::{frontmatter, store};
 
 /// Where the five homes are and how their addresses are displayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,44 +148,24 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         }
         Ok(_) => {}
     }
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut stack: Vec<(PathBuf, String)> = vec![(dir.to_path_buf(), String::new())];
-    while let Some((path, vdir)) = stack.pop() {
-        for entry in std::fs::read_dir(&path)? {
-            let entry = entry?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue; // not addressable, as in the store's listing
-            };
-            let vpath = if vdir.is_empty() {
-                name.clone()
-            } else {
-                format!("{vdir}/{name}")
-            };
-            let file_type = entry.file_type()?;
-            // As the store's listing: real directories and regular files only (a symlink is
-            // neither, so no loop can trap the walk).
-            if file_type.is_dir() {
-                stack.push((entry.path(), vpath));
-                continue;
-            }
-            if !file_type.is_file() || !name.ends_with(".md") {
-                continue;
-            }
-            if vpath == "MAP.md" {
-                home.map = read_map(&entry.path(), prefix)?;
-                continue;
-            }
-            let mtime_ms = match entry.metadata() {
-                Ok(meta) => mtime_ms(&meta),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            candidates.push(Candidate {
-                vpath,
-                path: entry.path(),
-                mtime_ms,
-            });
+    let mut files = Vec::new();
+    store::walk(dir, "", &mut files)?;
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
+    for (vpath, path) in files {
+        if vpath == "MAP.md" {
+            home.map = read_map(&path, prefix)?;
+            continue;
         }
+        let mtime_ms = match std::fs::symlink_metadata(&path) {
+            Ok(meta) => mtime_ms(&meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        candidates.push(Candidate {
+            vpath,
+            path,
+            mtime_ms,
+        });
     }
     home.note_files = candidates.len();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
@@ -195,6 +175,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             .then_with(|| a.vpath.cmp(&b.vpath))
     });
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    let mut head = Vec::new();
     for candidate in candidates {
         let full = kept.len() >= cap;
         if full
@@ -204,10 +185,13 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         {
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
-        let Some(head) = read_head(&candidate.path)? else {
-            continue;
-        };
-        let (fields, _) = split_note(&head);
+        match store::read_head_into(&candidate.path, &mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+        // As the store's listing decides it: the fields of the block, from the head alone.
+        let fields = frontmatter::fields_of_bytes(&head);
         if fields.contains_key("crumpledAt") {
             continue;
         }
@@ -244,15 +228,16 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.
 fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
-    let Some(head) = read_head(path)? else {
+    let Some(raw) = read_text(path)? else {
         return Ok(None);
     };
-    if split_note(&head).0.contains_key("crumpledAt") {
+    let (fields, body) = split_note(&raw);
+    if fields.contains_key("crumpledAt") {
         return Ok(None);
     }
-    Ok(read_body(path)?.map(|body| MapNote {
+    Ok(Some(MapNote {
         address: format!("{prefix}MAP.md"),
-        body,
+        body: body.into_owned(),
     }))
 }
 
@@ -263,49 +248,20 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
         .saturating_add(meta.mtime_nsec() / 1_000_000)
 }
 
-/// Bytes read first from every note: enough for any ordinary frontmatter block.
-const HEAD_BYTES: usize = 8 * 1024;
-
-/// The start of a note, long enough to hold its frontmatter: the first [`HEAD_BYTES`], or the
-/// whole file when its block does not close within them. `None` when the file vanished.
-fn read_head(path: &Path) -> io::Result<Option<String>> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut buf = vec![0u8; HEAD_BYTES];
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..])? {
-            0 => break,
-            n => filled += n,
-        }
-    }
-    buf.truncate(filled);
-    if filled == HEAD_BYTES {
-        let head = String::from_utf8_lossy(&buf);
-        // A block still open at the cut: read the rest so the fields are complete.
-        if frontmatter::parse_fields_only(&head).is_none()
-            && head.trim_start_matches('\u{feff}').starts_with("---")
-        {
-            file.read_to_end(&mut buf)?;
-        }
-    }
-    Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
-}
-
 /// A note's body (frontmatter removed). `None` when the file vanished.
 fn read_body(path: &Path) -> io::Result<Option<String>> {
+    Ok(read_text(path)?.map(|raw| split_note(&raw).1.into_owned()))
+}
+
+/// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.
+fn read_text(path: &Path) -> io::Result<Option<String>> {
     match std::fs::read(path) {
-        Ok(raw) => {
-            let raw = String::from_utf8_lossy(&raw);
-            Ok(Some(split_note(&raw).1.into_owned()))
-        }
+        Ok(raw) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }
+
 /// Frontmatter fields and body of one note file, as the notes store parses them.
 fn split_note(raw: &str) -> (Map<String, Value>, std::borrow::Cow<'_, str>) {
     let parsed = frontmatter::parse(raw);
@@ -328,7 +284,7 @@ mod tests {
     #[test]
     fn frontmatter_longer_than_the_head_is_read_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let long = "x".repeat(HEAD_BYTES * 2);
+        let long = "x".repeat(store::HEAD_BYTES * 2);
         std::fs::write(
             dir.path().join("big.md"),
             format!("---\nnote: {long}\ncrumpledAt: 2026-01-01T00:00:00Z\n---\n\nbody"),
@@ -338,7 +294,7 @@ mod tests {
             dir.path().join("live.md"),
             format!(
                 "---\nupdatedAt: 2026-01-01T00:00:00Z\n---\n\n{}é",
-                "b".repeat(HEAD_BYTES)
+                "b".repeat(store::HEAD_BYTES)
             ),
         )
         .unwrap();
@@ -352,7 +308,7 @@ mod tests {
         assert_eq!(home.recent[0].address, "@human/live.md");
         assert_eq!(
             home.recent[0].chars,
-            HEAD_BYTES + 1,
+            store::HEAD_BYTES + 1,
             "chars count the whole body"
         );
     }

@@ -766,17 +766,17 @@ fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// How much of a note a listing reads first; frontmatter blocks are a few hundred bytes.
-const LIST_HEAD_BYTES: usize = 4096;
+pub(crate) const HEAD_BYTES: usize = 4096;
 
 /// Read the head of a file into `buf`: at least its frontmatter block (or the whole file when
-/// the block does not end within [`LIST_HEAD_BYTES`]). One `read` for a typical note instead of
-/// reading a long body a listing never looks at.
-fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+/// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
+/// reading a long body a listing (or the boot index) never looks at.
+pub(crate) fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
     let mut file = fs::File::open(path)?;
     buf.clear();
-    buf.resize(LIST_HEAD_BYTES, 0);
+    buf.resize(HEAD_BYTES, 0);
     let mut len = 0;
-    while len < LIST_HEAD_BYTES {
+    while len < HEAD_BYTES {
         match file.read(&mut buf[len..]) {
             Ok(0) => {
                 buf.truncate(len);
@@ -849,8 +849,8 @@ fn process_parallel<T: Sync, R: Send>(
 }
 
 /// Regular `.md` files under `dir` (not following symlinks), as (`a/b.md`, path). A missing
-/// `dir` is empty.
-fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
+/// `dir` is empty. The one definition of which files are notes (the boot index uses it too).
+pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return Ok(()),
