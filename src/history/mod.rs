@@ -436,10 +436,24 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
     } else {
         Vec::new()
     };
-    let created_at = created_at_fn(&opened.session);
     let mut loader = Loader::new(&opened.session);
+    render_page(opened, &mut loader, &vis, &foldable, options, fold)
+}
+
+/// The page of `vis` that `options` selects and the budget allows, with its text: the one
+/// rendering step `history-list` and `history-search` share.
+fn render_page(
+    opened: &Opened,
+    loader: &mut Loader,
+    vis: &[Visible],
+    foldable: &[usize],
+    options: &ListOptions,
+    fold: bool,
+) -> Result<Rendered, HistoryError> {
+    let projection = &opened.projection;
+    let created_at = created_at_fn(&opened.session);
     let mut rows = RowSource::new(projection, &created_at, |event: usize| {
-        Ok(document::build(&mut loader, &projection.events[event])?)
+        Ok(document::build(loader, &projection.events[event])?)
     });
     let spec = PageSpec {
         limit: options.limit,
@@ -449,8 +463,8 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
         fold,
     };
     let (page, text) = page::select(
-        &vis,
-        &foldable,
+        vis,
+        foldable,
         &spec,
         &mut rows,
         opened.session.skipped_lines,
@@ -532,22 +546,7 @@ pub fn search(
             });
         }
     }
-    let created_at = created_at_fn(&opened.session);
-    let mut rows = RowSource::new(projection, &created_at, |event: usize| {
-        Ok(document::build(&mut loader, &projection.events[event])?)
-    });
-    let spec = PageSpec {
-        limit: options.limit,
-        before: options.before,
-        after: options.after,
-        max_chars_per_item: options.max_chars_per_item,
-        fold: false,
-    };
-    let (page, text) = page::select(&vis, &[], &spec, &mut rows, opened.session.skipped_lines)?;
-    Ok(Rendered {
-        data: serde_json::to_value(&page).expect("pages serialise"),
-        text,
-    })
+    render_page(&opened, &mut loader, &vis, &[], options, false)
 }
 
 /// `history-read`: one event's document window (§15).
