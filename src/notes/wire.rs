@@ -487,6 +487,72 @@ fn snapshot_data(files: Vec<Value>, more: usize, status: &Status) -> Value {
     })
 }
 
+/// How a snapshot counts its rows: `1 note` / `2 notes` and "pass wastebasket to list them",
+/// or `1 file` / `2 files` and "… to search them".
+struct SnapshotWords {
+    one: &'static str,
+    many: &'static str,
+    verb: &'static str,
+}
+
+const LIST_WORDS: SnapshotWords = SnapshotWords {
+    one: "note",
+    many: "notes",
+    verb: "list",
+};
+const SEARCH_WORDS: SnapshotWords = SnapshotWords {
+    one: "file",
+    many: "files",
+    verb: "search",
+};
+
+/// One snapshot (list or search) of the given rows: the data and its text from the same rows.
+fn render_snapshot(
+    rows: &[(Value, String)],
+    more: usize,
+    status: &Status,
+    words: &SnapshotWords,
+) -> Rendered {
+    let mut lines = vec![plural(rows.len(), words.one, words.many)];
+    lines.extend(rows.iter().map(|(_, t)| t.clone()));
+    lines.extend(footers(status, more, words.verb, words.many));
+    Rendered {
+        data: snapshot_data(rows.iter().map(|(v, _)| v.clone()).collect(), more, status),
+        text: lines.join("\n"),
+    }
+}
+
+/// Each item as (JSON value, text block), stopping once clearly over the budget: rows beyond it
+/// are never rendered.
+fn prepare_rows<T>(
+    items: &[T],
+    mut prepare: impl FnMut(&T) -> (Value, String),
+) -> Vec<(Value, String)> {
+    let mut rows = Vec::with_capacity(items.len().min(512));
+    let mut size = 0usize;
+    for item in items {
+        if size > 2 * OUTPUT_BUDGET_BYTES {
+            break;
+        }
+        let row = prepare(item);
+        size += row.1.len();
+        rows.push(row);
+    }
+    rows
+}
+
+/// A rendered snapshot, refused when even its fixed parts exceed the budget.
+fn fitting_snapshot(result: Rendered) -> Result<Rendered, NoteError> {
+    if fits(&result.data, &result.text) {
+        Ok(result)
+    } else {
+        Err(err(
+            ErrorKind::OutputTooLarge,
+            "The notes snapshot metadata exceeds the response budget.",
+        ))
+    }
+}
+
 /// The longest prefix of rows (each given as its JSON value and text block) that fits with
 /// the fixed parts; computed from sizes, so it is linear in the rows it considers.
 fn fitting_prefix(
@@ -540,38 +606,16 @@ pub fn list_result(
     let total = listing.rows.len();
     let status = &listing.status;
     let take = limit.unwrap_or(usize::MAX).min(total);
-    let mut rows: Vec<(Value, String)> = Vec::with_capacity(take.min(512));
-    let mut size = 0usize;
-    for r in &listing.rows[..take] {
-        // Rows beyond the budget are never rendered: stop preparing once clearly over.
-        if size > 2 * OUTPUT_BUDGET_BYTES {
-            break;
-        }
-        let line = row_line(&r.display, &r.address, &r.meta, identity);
-        size += line.len();
-        rows.push((
+    let rows = prepare_rows(&listing.rows[..take], |r| {
+        (
             Value::Object(row_object(&r.display, &r.address, &r.meta, identity)),
-            line,
-        ));
-    }
-    let render = |rows: &[(Value, String)], more: usize| {
-        let mut lines = vec![plural(rows.len(), "note", "notes")];
-        lines.extend(rows.iter().map(|(_, t)| t.clone()));
-        lines.extend(footers(status, more, "list", "notes"));
-        Rendered {
-            data: snapshot_data(rows.iter().map(|(v, _)| v.clone()).collect(), more, status),
-            text: lines.join("\n"),
-        }
-    };
+            row_line(&r.display, &r.address, &r.meta, identity),
+        )
+    });
+    let render =
+        |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &LIST_WORDS);
     let k = fitting_prefix(&rows, total, &render);
-    let result = render(&rows[..k], total - k);
-    if !fits(&result.data, &result.text) {
-        return Err(err(
-            ErrorKind::OutputTooLarge,
-            "The notes snapshot metadata exceeds the response budget.",
-        ));
-    }
-    Ok(result)
+    fitting_snapshot(render(&rows[..k], total - k))
 }
 
 fn match_value(m: &LineMatch, text: &str, truncated: bool) -> Value {
@@ -625,41 +669,19 @@ pub fn search_result(
     let total = listing.rows.len();
     let status = &listing.status;
     let take = limit.unwrap_or(usize::MAX).min(total);
-    let render = |rows: &[(Value, String)], more: usize| {
-        let mut lines = vec![plural(rows.len(), "file", "files")];
-        lines.extend(rows.iter().map(|(_, t)| t.clone()));
-        lines.extend(footers(status, more, "search", "files"));
-        Rendered {
-            data: snapshot_data(rows.iter().map(|(v, _)| v.clone()).collect(), more, status),
-            text: lines.join("\n"),
-        }
-    };
-    let mut rows: Vec<(Value, String)> = Vec::with_capacity(take.min(256));
-    let mut size = 0usize;
-    for row in &listing.rows[..take] {
-        // Rows beyond the budget are never rendered: stop preparing once clearly over.
-        if size > 2 * OUTPUT_BUDGET_BYTES {
-            break;
-        }
+    let render =
+        |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &SEARCH_WORDS);
+    let rows = prepare_rows(&listing.rows[..take], |row| {
         let parts: Vec<(Value, String)> = row
             .matches
             .iter()
             .map(|m| match_parts(m, &m.text, false))
             .collect();
-        let prepared = search_row(row, &parts, identity);
-        size += prepared.1.len();
-        rows.push(prepared);
-    }
+        search_row(row, &parts, identity)
+    });
     let k = fitting_prefix(&rows, total, &render);
     if k > 0 || rows.is_empty() {
-        let result = render(&rows[..k], total - k);
-        if !fits(&result.data, &result.text) {
-            return Err(err(
-                ErrorKind::OutputTooLarge,
-                "The notes snapshot metadata exceeds the response budget.",
-            ));
-        }
-        return Ok(result);
+        return fitting_snapshot(render(&rows[..k], total - k));
     }
     // The first file alone does not fit: keep as many whole matches as fit, else its first
     // match with the line cut to the longest fitting prefix.
