@@ -112,6 +112,17 @@ pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, Refusal> {
         .map_err(|e| Refusal::plain("invalid_request", format!("invalid request: {e}")))
 }
 
+/// Print an `invalid_request` refusal (exit 2) for a request that parsed but breaks the
+/// schema's bounds; `problem` is what is wrong, after the shared "invalid request: " prefix.
+pub fn invalid_request(
+    problem: impl std::fmt::Display,
+    ctx: &Ctx,
+    io: &mut Io,
+) -> anyhow::Result<Exit> {
+    let refusal = Refusal::plain("invalid_request", format!("invalid request: {problem}"));
+    emit(&Reply::refused(refusal), ctx, io)
+}
+
 /// Whether an error chain bottoms out in a closed stdout pipe (we then end quietly).
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

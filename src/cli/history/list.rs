@@ -1,7 +1,7 @@
 //! `pi-context history-list`: one page of a session's events.
 
-use super::{FilterFields, SessionArgs, finish, invalid};
-use crate::cli::common::{Exit, emit, read_request};
+use super::{FilterFields, SessionArgs, finish};
+use crate::cli::common::{Exit, emit, invalid_request, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
@@ -24,7 +24,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let options = match request.options() {
         Ok(options) => options,
-        Err(message) => return invalid(message, ctx, io),
+        Err(message) => return invalid_request(message, ctx, io),
     };
     let path = args.source.path(ctx);
     finish(

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::cli::common::{absolute_from, emit};
 use crate::cli::{Ctx, Exit, Io};
-use crate::envelope::{Refusal, Reply};
+use crate::envelope::Reply;
 use crate::history::{EventRole, HistoryError, ListOptions, Rendered};
 
 /// Which session, and which branch of it.
@@ -48,18 +48,6 @@ pub fn finish(
         Err(err) => Reply::refused(err.to_refusal()),
     };
     emit(&reply, ctx, io)
-}
-
-/// Print an `invalid_request` refusal (exit 2).
-pub fn invalid(message: impl Into<String>, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    emit(
-        &Reply::refused(Refusal::plain(
-            "invalid_request",
-            format!("invalid request: {}", message.into()),
-        )),
-        ctx,
-        io,
-    )
 }
 
 /// An integer field as Pi coerces it: a JSON integer (or integral float) or a string holding

@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use super::{LooseInt, SessionArgs, finish, int_field, invalid};
-use crate::cli::common::{Exit, emit, read_request};
+use super::{LooseInt, SessionArgs, finish, int_field};
+use crate::cli::common::{Exit, emit, invalid_request, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 use crate::history::read::{DEFAULT_LIMIT_CHARS, MAX_LIMIT_CHARS, ReadOptions};
@@ -53,7 +53,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let options = match options(&request) {
         Ok(options) => options,
-        Err(message) => return invalid(message, ctx, io),
+        Err(message) => return invalid_request(message, ctx, io),
     };
     let path = args.source.path(ctx);
     finish(

@@ -3,8 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{FilterFields, LooseInt, SessionArgs, finish, invalid};
-use crate::cli::common::{Exit, emit, read_request};
+use super::{FilterFields, LooseInt, SessionArgs, finish};
+use crate::cli::common::{Exit, emit, invalid_request, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
@@ -45,7 +45,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
     };
     let queries: Vec<String> = match &request.query {
-        None | Some(Value::Null) => return invalid("query is required", ctx, io),
+        None | Some(Value::Null) => return invalid_request("query is required", ctx, io),
         Some(Value::String(q)) => vec![q.clone()],
         Some(Value::Array(items)) if !items.is_empty() => {
             match items
@@ -54,11 +54,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
                 .collect()
             {
                 Some(queries) => queries,
-                None => return invalid("query array elements must be strings", ctx, io),
+                None => return invalid_request("query array elements must be strings", ctx, io),
             }
         }
         Some(_) => {
-            return invalid(
+            return invalid_request(
                 "query must be a string or a non-empty array of strings",
                 ctx,
                 io,
@@ -75,7 +75,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let options = match filters.options() {
         Ok(options) => options,
-        Err(message) => return invalid(message, ctx, io),
+        Err(message) => return invalid_request(message, ctx, io),
     };
     let path = args.source.path(ctx);
     finish(

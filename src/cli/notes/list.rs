@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use super::{finish, invalid_request, parse_scope, prepare};
-use crate::cli::common::{Exit, IdentityArgs};
+use super::{finish, parse_scope, prepare};
+use crate::cli::common::{Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::Query;
 use crate::notes::wire::list_result;
@@ -38,7 +38,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     if request.limit == Some(0) {
-        return invalid_request("invalid request: limit must be at least 1", ctx, io);
+        return invalid_request("limit must be at least 1", ctx, io);
     }
     let result = parse_scope(request.scope.as_deref()).and_then(|scope| {
         let query = Query {

@@ -49,19 +49,6 @@ pub(crate) fn finish(
     }
 }
 
-/// A schema-level refusal (exit 2), for values serde accepted but the schema bounds reject.
-pub(crate) fn invalid_request(
-    message: impl Into<String>,
-    ctx: &Ctx,
-    io: &mut Io,
-) -> anyhow::Result<Exit> {
-    emit(
-        &Reply::refused(Refusal::plain("invalid_request", message)),
-        ctx,
-        io,
-    )
-}
-
 /// The `scope` field of list/search.
 pub(crate) fn parse_scope(scope: Option<&str>) -> Result<Option<Scope>, NoteError> {
     match scope {

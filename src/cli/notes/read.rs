@@ -2,8 +2,8 @@
 
 use serde::Deserialize;
 
-use super::{finish, invalid_request, prepare};
-use crate::cli::common::{Exit, IdentityArgs};
+use super::{finish, prepare};
+use crate::cli::common::{Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::wire::{DEFAULT_READ_WINDOW_CHARS, MAX_READ_WINDOW_CHARS, read_result};
 use crate::notes::{ErrorKind, NoteError};
@@ -38,9 +38,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         .unwrap_or(DEFAULT_READ_WINDOW_CHARS as u64);
     if limit == 0 || limit > MAX_READ_WINDOW_CHARS as u64 {
         return invalid_request(
-            format!(
-                "invalid request: limit_chars must be between 1 and {MAX_READ_WINDOW_CHARS} (got {limit})"
-            ),
+            format!("limit_chars must be between 1 and {MAX_READ_WINDOW_CHARS} (got {limit})"),
             ctx,
             io,
         );

@@ -3,8 +3,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{finish, invalid_request, parse_scope, prepare};
-use crate::cli::common::{Exit, IdentityArgs};
+use super::{finish, parse_scope, prepare};
+use crate::cli::common::{Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::wire::search_result;
 use crate::notes::{ErrorKind, NoteError, Query};
@@ -61,11 +61,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     if request.limit == Some(0) || request.max_matches_per_file == Some(0) {
-        return invalid_request(
-            "invalid request: limit and max_matches_per_file must be at least 1",
-            ctx,
-            io,
-        );
+        return invalid_request("limit and max_matches_per_file must be at least 1", ctx, io);
     }
     let result = queries(request.query).and_then(|queries| {
         let query = Query {
