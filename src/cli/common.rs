@@ -207,6 +207,23 @@ impl IdentityArgs {
     }
 }
 
+/// The one cache directory (history index, notes metadata): `$PI_CONTEXT_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/pi-context`, else `~/.cache/pi-context`; relative values resolve against the
+/// working directory. `None` when none of these can be named (no `HOME`): callers then work
+/// without a cache. A cache is never the truth, so nothing here creates or checks the directory.
+pub fn resolve_cache_dir(ctx: &Ctx) -> Option<PathBuf> {
+    let chosen = if let Some(dir) = ctx.var_non_empty("PI_CONTEXT_CACHE_DIR") {
+        PathBuf::from(dir)
+    } else if let Some(xdg) = ctx.var_non_empty("XDG_CACHE_HOME") {
+        PathBuf::from(xdg).join("pi-context")
+    } else {
+        PathBuf::from(ctx.var_non_empty("HOME")?)
+            .join(".cache")
+            .join("pi-context")
+    };
+    Some(absolute_from(&ctx.cwd, &chosen))
+}
+
 /// `path` made absolute against `base` and lexically normalised (no symlink resolution).
 pub fn absolute_from(base: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {
@@ -219,6 +236,40 @@ pub fn absolute_from(base: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ctx_with(vars: &[(&str, &str)]) -> Ctx {
+        Ctx {
+            env: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cwd: PathBuf::from("/work/dir"),
+            now: chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap(),
+            format: Format::Json,
+        }
+    }
+
+    #[test]
+    fn cache_dir_prefers_explicit_then_xdg_then_home() {
+        let all = [
+            ("PI_CONTEXT_CACHE_DIR", "rel/cache"),
+            ("XDG_CACHE_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(
+            resolve_cache_dir(&ctx_with(&all)),
+            Some(PathBuf::from("/work/dir/rel/cache"))
+        );
+        assert_eq!(
+            resolve_cache_dir(&ctx_with(&all[1..])),
+            Some(PathBuf::from("/xdg/pi-context"))
+        );
+        assert_eq!(
+            resolve_cache_dir(&ctx_with(&[("XDG_CACHE_HOME", ""), ("HOME", "/home/u")])),
+            Some(PathBuf::from("/home/u/.cache/pi-context"))
+        );
+        assert_eq!(resolve_cache_dir(&ctx_with(&[])), None);
+    }
 
     #[test]
     fn absolute_from_normalises_lexically() {
