@@ -22,6 +22,8 @@ pub enum Exit {
     Internal,
     /// A lock held by another run.
     LockHeld,
+    /// A remote that could not be reached (`sync`): sysexits' EX_UNAVAILABLE.
+    Unavailable,
 }
 
 impl Exit {
@@ -32,6 +34,7 @@ impl Exit {
             Exit::Usage => 2,
             Exit::Internal => 70,
             Exit::LockHeld => 75,
+            Exit::Unavailable => 69,
         }
     }
 }

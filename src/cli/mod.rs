@@ -13,6 +13,7 @@ pub mod dream_fs;
 pub mod history;
 pub mod notes;
 pub mod project_key;
+pub mod sync;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -64,6 +65,8 @@ pub enum Command {
     DreamFs(dream_fs::Args),
     /// Check a notes home without changing it.
     Doctor(doctor::Args),
+    /// The same notes on every machine: commit, fetch, merge note by note, push (never forced).
+    Sync(sync::Args),
     /// Print a shell completion script.
     Completions(completions::Args),
 }
@@ -120,6 +123,7 @@ pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Command::Dream(args) => dream::run(args, ctx, io),
         Command::DreamFs(args) => dream_fs::run(args, ctx, io),
         Command::Doctor(args) => doctor::run(args, ctx, io),
+        Command::Sync(args) => sync::run(args, ctx, io),
         Command::Completions(args) => completions::run(args, ctx, io),
     }
 }
