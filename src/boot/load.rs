@@ -156,6 +156,10 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             home.map = read_map(&path, prefix)?;
             continue;
         }
+        let name = vpath.rsplit('/').next().unwrap_or(&vpath);
+        if crate::sync::tree::is_conflict_name(name) && live_conflict_note(&path)? {
+            home.sync_conflicts.push(format!("{prefix}{vpath}"));
+        }
         let mtime_ms = match std::fs::symlink_metadata(&path) {
             Ok(meta) => mtime_ms(&meta),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -168,6 +172,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         });
     }
     home.note_files = candidates.len();
+    home.sync_conflicts.sort();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
@@ -224,6 +229,19 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
     }
     home.recent = recent;
     Ok(home)
+}
+
+/// Whether a conflict-named file is a live conflict note left by `sync` (only such names
+/// are read, so the cost is one head read per conflict note).
+fn live_conflict_note(path: &Path) -> io::Result<bool> {
+    let mut head = Vec::new();
+    match store::read_head_into(path, &mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let fields = frontmatter::fields_of_bytes(&head);
+    Ok(fields.contains_key(crate::sync::tree::CONFLICT_KEY) && !fields.contains_key("crumpledAt"))
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.

@@ -125,11 +125,22 @@ fn host_name(ctx: &Ctx) -> String {
     if slug.is_empty() { "host".into() } else { slug }
 }
 
-/// A random token for the lock (`<pid> <token>`).
+/// A random version-4 UUID for the lock (`<pid> <uuid>`, the form the dream writes and
+/// `doctor` checks).
 fn random_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 16];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
 }
 
 fn render_text(outcome: &Outcome) -> String {

@@ -95,6 +95,8 @@ pub enum IssueKind {
     ProjectContextUnavailable,
     /// A concrete address whose note does not exist.
     TargetMissing,
+    /// A live conflict note left by `sync` (the other side of a clash, beside its note).
+    SyncConflict,
 }
 
 impl IssueKind {
@@ -124,6 +126,7 @@ impl IssueKind {
             IssueKind::InvalidAddress => "invalid_address",
             IssueKind::ProjectContextUnavailable => "project_context_unavailable",
             IssueKind::TargetMissing => "target_missing",
+            IssueKind::SyncConflict => "sync_conflict",
         }
     }
 }
@@ -182,6 +185,9 @@ pub struct Report {
     /// In traversal order: root entries bytewise-sorted, each home walked depth-first with
     /// entries bytewise-sorted, per file the frontmatter issues before the address issues.
     pub issues: Vec<Issue>,
+    /// The sync state (`None` when the home was never synced). Unpushed commits and an
+    /// unreachable remote are facts, not issues; live conflict notes are issues.
+    pub sync: Option<crate::sync::state::SyncState>,
 }
 
 impl Report {
@@ -234,6 +240,7 @@ pub fn check(home: &Path) -> Report {
         })
         .map(|slot| slot.issue)
         .collect();
+    let sync = crate::sync::state::read(home);
     Report {
         home: home.to_path_buf(),
         counts: Counts {
@@ -241,6 +248,7 @@ pub fn check(home: &Path) -> Report {
             ..counts
         },
         issues,
+        sync: sync.local_head.is_some().then_some(sync),
     }
 }
 
@@ -657,6 +665,23 @@ impl Walk {
         for mut issue in frontmatter::check(&block) {
             issue.path = rel.to_string();
             self.push(issue);
+        }
+        if crate::sync::tree::is_conflict_name(name)
+            && !block.fields.iter().any(|f| f.key == "crumpledAt")
+            && let Some(of) = block
+                .fields
+                .iter()
+                .find(|f| f.key == crate::sync::tree::CONFLICT_KEY)
+        {
+            self.issue(
+                rel,
+                IssueKind::SyncConflict,
+                format!(
+                    "sync conflict: the other machine's version of {}; merge what should stay \
+                     into that note, then crumple this one",
+                    of.value
+                ),
+            );
         }
         let own_project = if root.session {
             block

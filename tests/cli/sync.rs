@@ -563,3 +563,77 @@ fn kill_9_at_many_points_of_a_sync_then_a_second_sync_loses_nothing() {
         }
     }
 }
+
+#[test]
+fn conflict_notes_are_listed_reported_by_doctor_and_the_boot_notice_until_crumpled() {
+    let w = World::new();
+    w.write("a", "human/plan.md", &note("shared\n"));
+    ok(&w.sync("a"));
+    ok(&w.sync("b"));
+    w.write("a", "human/plan.md", &note("from a\n"));
+    w.write("b", "human/plan.md", &note("from b\n"));
+    ok(&w.sync("a"));
+    let clash = ok(&w.sync("b"));
+    let conflict = clash["conflicts"][0]["conflict_path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let address = format!("@human/{}", conflict.strip_prefix("human/").unwrap());
+
+    let list = {
+        let mut cmd = pi_context(w.dir.path());
+        cmd.args(["notes-list", "--notes-home"]).arg(w.home("b"));
+        ok(&run(cmd, "{}"))
+    };
+    let listed: Vec<&str> = list["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["address"].as_str().unwrap())
+        .collect();
+    assert!(listed.contains(&address.as_str()), "{listed:?}");
+
+    let doctor = |home: &str| {
+        let mut cmd = pi_context(w.dir.path());
+        cmd.args(["doctor", "--notes-home"]).arg(w.home(home));
+        run(cmd, "")
+    };
+    let report = doctor("b");
+    assert_eq!(report.code, 1, "{}", report.transcript());
+    let data = report.json()["data"].clone();
+    assert_eq!(data["issues_by_kind"]["sync_conflict"], 1, "{data}");
+    assert_eq!(data["issues"][0]["path"], conflict.as_str());
+    assert_eq!(data["sync"]["remotes"][0]["unpushed_commits"], 0);
+    assert_eq!(data["sync"]["remotes"][0]["branch"], "main");
+
+    let boot = |home: &str| {
+        let mut cmd = pi_context(w.dir.path());
+        cmd.args(["boot-render", "--session-id", "s1", "--notes-home"])
+            .arg(w.home(home));
+        ok(&run(cmd, ""))
+    };
+    let notice = boot("b")["notice"].as_str().unwrap().to_string();
+    assert!(
+        notice.contains("1 sync conflict note") && notice.contains(&address),
+        "{notice}"
+    );
+
+    // Crumpling the conflict note ends the notice and the doctor issue.
+    let crumple = {
+        let mut cmd = pi_context(w.dir.path());
+        cmd.args(["notes-update", "--notes-home"]).arg(w.home("b"));
+        run(
+            cmd,
+            &serde_json::json!({"address": address, "crumpled": true}).to_string(),
+        )
+    };
+    assert_eq!(crumple.code, 0, "{}", crumple.transcript());
+    assert_eq!(boot("b")["notice"], Value::Null);
+    let report = doctor("b");
+    assert_eq!(report.code, 0, "{}", report.transcript());
+    w.write("b", "human/offline.md", &note("not pushed yet\n"));
+    let offline = w.sync_with("b", "git://127.0.0.1:1/nowhere.git", &[]);
+    assert_eq!(offline.code, 69, "{}", offline.transcript());
+    // The unreachable remote is not a doctor issue.
+    assert_eq!(doctor("b").code, 0);
+}
