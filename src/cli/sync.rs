@@ -227,6 +227,10 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         }
     };
     let host = host_name(ctx);
+    // Process-wide libgit2 setting, ours to choose in this one-command process: trees are
+    // only ever built from objects this run wrote or fetched, so re-checking that every
+    // entry's object exists (one loose-object read per note) buys nothing.
+    git2::opts::strict_object_creation(false);
     let options = sync::Options {
         home: &home,
         remote: remote.as_deref(),

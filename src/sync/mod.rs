@@ -31,7 +31,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
-use git2::{Index, IndexAddOption, Oid, Repository};
+use git2::{Index, Oid, Repository};
 use serde::Serialize;
 
 use crate::dream::{audit, lock};
@@ -478,28 +478,51 @@ impl Run<'_, '_> {
     /// Commit the home's synced files onto the local line; the new tip (or the old one when
     /// nothing changed; `None` while both the line and the home are empty).
     fn commit_local(&mut self) -> Result<Option<Oid>, SyncError> {
-        let home = self.opts.home.to_path_buf();
+        let home = self.opts.home;
         let include = self.opts.include_sessions;
-        let mut add = |path: &Path, _: &[u8]| -> i32 {
-            let Some(p) = path.to_str() else { return 1 };
-            let regular = fs::symlink_metadata(home.join(p)).is_ok_and(|m| m.is_file());
-            if is_synced_path(p, include) && regular {
-                0
+        // One scan of the home against the index (stat data first, a hash only when the
+        // stat differs), refreshing the stat data of unchanged files so the next run need
+        // not hash them again.
+        let mut options = git2::DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .update_index(true)
+            .skip_binary_check(true);
+        let changed: Vec<(String, bool)> = {
+            let diff = self
+                .repo
+                .diff_index_to_workdir(Some(&self.index), Some(&mut options))?;
+            diff.deltas()
+                .filter_map(|delta| {
+                    let path = delta
+                        .new_file()
+                        .path()
+                        .or_else(|| delta.old_file().path())?
+                        .to_str()?
+                        .to_string();
+                    let present = delta.status() != git2::Delta::Deleted;
+                    Some((path, present))
+                })
+                .filter(|(path, _)| is_synced_path(path, include))
+                .collect()
+        };
+        for (path, present) in changed {
+            let regular =
+                present && fs::symlink_metadata(home.join(&path)).is_ok_and(|m| m.is_file());
+            if regular {
+                self.index.add_path(Path::new(&path))?;
             } else {
-                1
+                match self.index.remove_path(Path::new(&path)) {
+                    Err(e) if e.code() != git2::ErrorCode::NotFound => return Err(e.into()),
+                    _ => {}
+                }
             }
-        };
-        self.index
-            .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut add))?;
-        let mut update = |path: &Path, _: &[u8]| -> i32 {
-            match path.to_str() {
-                Some(p) if is_synced_path(p, include) => 0,
-                _ => 1,
-            }
-        };
-        self.index.update_all(["*"], Some(&mut update))?;
-        self.index.write()?;
+        }
         let tree_id = self.index.write_tree_to(self.repo)?;
+        // Written after the tree so the index keeps the tree cache: the next run's
+        // write_tree then only rebuilds the directories that changed.
+        self.index.write()?;
         let previous = ref_target(self.repo, LOCAL_REF)?;
         let previous_commit = previous.map(|p| self.repo.find_commit(p)).transpose()?;
         let previous_tree = previous_commit.as_ref().map(|c| c.tree()).transpose()?;

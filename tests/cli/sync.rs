@@ -637,3 +637,81 @@ fn conflict_notes_are_listed_reported_by_doctor_and_the_boot_notice_until_crumpl
     // The unreachable remote is not a doctor issue.
     assert_eq!(doctor("b").code, 0);
 }
+
+fn cron(w: &World, home: &str, extra: &[&str]) -> Run {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bin/pi-context-sync-cron");
+    let mut cmd = assert_cmd::Command::new("/bin/sh");
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", w.dir.path())
+        .env("TZ", "UTC")
+        .env("PI_CONTEXT_HOST", home)
+        .env("PI_CONTEXT_BIN", env!("CARGO_BIN_EXE_pi-context"))
+        .env("PI_NOTES_HOME", w.home(home))
+        .current_dir(w.dir.path())
+        .arg(script)
+        .args(extra);
+    run(cmd, "")
+}
+
+#[test]
+fn cron_wrapper_is_quiet_on_sync_conflict_offline_and_lock_and_loud_on_failure() {
+    let w = World::new();
+    let url = w.remote().display().to_string();
+    let log = || fs::read_to_string(w.path(".local/state/pi-context/sync.log")).unwrap_or_default();
+    let quiet = |r: &Run, code: i32| {
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (code, "", ""),
+            "{}",
+            r.transcript()
+        )
+    };
+    w.write("a", "human/n.md", &note("shared\n"));
+    quiet(&cron(&w, "a", &["--remote", &url]), 0);
+    quiet(&cron(&w, "b", &["--remote", &url]), 0);
+    w.write("a", "human/n.md", &note("from a\n"));
+    w.write("b", "human/n.md", &note("from b\n"));
+    quiet(&cron(&w, "a", &["--remote", &url]), 0);
+    // A conflict is logged, not mailed, and the next runs go on syncing.
+    quiet(&cron(&w, "b", &["--remote", &url]), 0);
+    assert!(log().contains("\"conflicts\":1"), "{}", log());
+    w.write("b", "human/later.md", &note("after the conflict\n"));
+    quiet(&cron(&w, "b", &["--remote", &url]), 0);
+    quiet(&cron(&w, "a", &["--remote", &url]), 0);
+    assert!(w.home("a").join("human/later.md").exists());
+
+    quiet(
+        &cron(&w, "a", &["--remote", "git://127.0.0.1:1/offline.git"]),
+        69,
+    );
+    assert!(
+        log()
+            .lines()
+            .any(|l| l.ends_with("remote unreachable (git://127.0.0.1:1/offline.git); will retry")),
+        "{}",
+        log()
+    );
+
+    fs::write(w.home("a").join(".dream.lock"), "1 a-dream").unwrap();
+    quiet(&cron(&w, "a", &["--remote", &url]), 75);
+    let old = fs::File::options()
+        .write(true)
+        .open(w.home("a").join(".dream.lock"))
+        .unwrap();
+    old.set_modified(std::time::SystemTime::now() - Duration::from_secs(3 * 86_400))
+        .unwrap();
+    let hinted = cron(&w, "a", &["--remote", &url]);
+    assert_eq!(hinted.code, 75);
+    assert!(
+        hinted.stderr.contains("more than a day old"),
+        "{}",
+        hinted.transcript()
+    );
+    fs::remove_file(w.home("a").join(".dream.lock")).unwrap();
+
+    let failed = cron(&w, "a", &["--branch", "a..b", "--remote", &url]);
+    assert_eq!(failed.code, 2);
+    assert_eq!(failed.stderr.lines().count(), 1, "{}", failed.transcript());
+    assert!(failed.stderr.contains("sync failed (exit 2)"));
+}
