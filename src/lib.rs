@@ -15,3 +15,4 @@ pub mod fsio;
 pub mod history;
 pub mod notes;
 pub mod session;
+pub mod words;

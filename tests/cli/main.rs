@@ -8,5 +8,6 @@ mod budget;
 mod completions;
 mod doctor;
 mod dream;
+mod first_hour;
 mod history;
 mod notes;
