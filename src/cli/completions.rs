@@ -35,7 +35,7 @@ pub fn script(shell: Shell) -> String {
     let mut command = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, BIN, &mut out);
-    let text = String::from_utf8(out).expect("clap_complete writes UTF-8 scripts");
+    let text = String::from_utf8_lossy(&out).into_owned();
     match shell {
         Shell::Bash => fix_bash_hyphenated_bin(&text, BIN),
         _ => text,

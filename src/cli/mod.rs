@@ -103,6 +103,8 @@ pub struct Io<'a> {
     pub stderr: &'a mut dyn Write,
     /// Whether stderr is a terminal (progress output is shown only then).
     pub stderr_is_terminal: bool,
+    /// Whether stdin is a terminal (the request reader then says on stderr what it waits for).
+    pub stdin_is_terminal: bool,
 }
 
 /// Run one parsed command.
@@ -163,6 +165,7 @@ pub fn main() -> ExitCode {
         format: cli.format,
     };
     let stderr_is_terminal = std::io::stderr().is_terminal();
+    let stdin_is_terminal = std::io::stdin().is_terminal();
     let (mut stdin, mut stdout, mut stderr) = (
         std::io::stdin().lock(),
         std::io::stdout().lock(),
@@ -173,6 +176,7 @@ pub fn main() -> ExitCode {
         stdout: &mut stdout,
         stderr: &mut stderr,
         stderr_is_terminal,
+        stdin_is_terminal,
     };
     match run(cli, &ctx, &mut io) {
         Ok(exit) => ExitCode::from(exit.code()),
@@ -202,13 +206,13 @@ where
         let explicit =
             |m: &clap::ArgMatches| m.value_source("format") == Some(ValueSource::CommandLine);
         if explicit(&matches) || explicit(sub) {
-            let completions = command
-                .find_subcommand_mut("completions")
-                .expect("completions is a subcommand");
-            return Err(completions.error(
-                clap::error::ErrorKind::ArgumentConflict,
-                "--format does not apply to `completions`: its output is always a shell script",
-            ));
+            let kind = clap::error::ErrorKind::ArgumentConflict;
+            let message =
+                "--format does not apply to `completions`: its output is always a shell script";
+            return Err(match command.find_subcommand_mut("completions") {
+                Some(completions) => completions.error(kind, message),
+                None => command.error(kind, message),
+            });
         }
     }
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))

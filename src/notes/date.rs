@@ -27,6 +27,10 @@ use regex::Regex;
 /// assert!(parse_date("1600000000000").is_none());
 /// assert!(parse_date("yesterday").is_none());
 /// ```
+#[allow(
+    clippy::expect_used,
+    reason = "the date grammar is a valid regex because it is a constant"
+)]
 pub fn parse_date(value: &str) -> Option<DateTime<FixedOffset>> {
     static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(

@@ -10,4 +10,5 @@ mod doctor;
 mod dream;
 mod first_hour;
 mod history;
+mod hostile;
 mod notes;
