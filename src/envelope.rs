@@ -113,6 +113,12 @@ impl Reply {
         }
     }
 
+    /// The wire envelope as printed: compact JSON with doubles written as JavaScript writes
+    /// them (see [`to_wire`]).
+    pub fn wire(&self) -> String {
+        to_wire(&self.envelope())
+    }
+
     /// The wire envelope.
     pub fn envelope(&self) -> Value {
         match &self.outcome {
@@ -122,12 +128,19 @@ impl Reply {
     }
 }
 
-/// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}`.
+/// The printed form of an envelope: compact JSON, doubles written as JavaScript's
+/// `JSON.stringify` writes them (`1` not `1.0`, `1e+21` not `1e21`), so values carried from a
+/// session (tool arguments) print as upstream prints them.
+pub fn to_wire(value: &Value) -> String {
+    crate::history::jsjson::to_wire_string(value).expect("a JSON value always serialises")
+}
+
+/// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}` as [`to_wire`] prints it.
 pub fn ok_envelope_bytes(data: &impl Serialize) -> usize {
     // `{"ok":true,"data":` + data + `}`: computing it this way avoids building a Value.
     const WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
     WRAPPER
-        + serde_json::to_vec(data)
+        + crate::history::jsjson::to_wire_string(data)
             .map(|v| v.len())
             .unwrap_or(usize::MAX - WRAPPER)
 }
@@ -187,9 +200,10 @@ mod tests {
 
     #[test]
     fn envelope_bytes_match_serialised_envelope() {
-        let data = json!({"a": [1, 2, "ü"]});
-        let whole = serde_json::to_vec(&json!({"ok": true, "data": data})).unwrap();
+        let data = json!({"a": [1, 2, "ü", 1.0, 1e21]});
+        let whole = to_wire(&json!({"ok": true, "data": data}));
         assert_eq!(ok_envelope_bytes(&data), whole.len());
+        assert!(whole.ends_with(r#"1,1e+21]}}"#));
     }
 
     #[test]

@@ -87,7 +87,7 @@ struct ReadData<'a> {
     skipped_lines: u64,
 }
 
-/// A nested-call record with the wire's snake_case keys.
+/// A nested-call record with the wire's snake_case keys, its values as JavaScript holds them.
 fn snake_record(record: &Value) -> Value {
     match record {
         Value::Object(map) => {
@@ -98,7 +98,9 @@ fn snake_record(record: &Value) -> Value {
                     "durationMs" => "duration_ms",
                     other => other,
                 };
-                out.insert(key.to_string(), value.clone());
+                let js = serde_json::to_value(jsjson::Js(value))
+                    .expect("a JSON value always serialises");
+                out.insert(key.to_string(), js);
             }
             Value::Object(out)
         }
@@ -112,7 +114,10 @@ fn execution_of(doc: &Document) -> Option<Execution> {
         Some(arguments) => {
             let bytes = jsjson::to_string(arguments).len();
             if bytes <= EXECUTION_JSON_MAX_BYTES {
-                (Some(arguments.clone()), None)
+                // JavaScript's key order and numbers, printed as such by the wire writer.
+                let js = serde_json::to_value(jsjson::Js(arguments))
+                    .expect("a JSON value always serialises");
+                (Some(js), None)
             } else {
                 (None, Some(bytes))
             }
@@ -125,7 +130,7 @@ fn execution_of(doc: &Document) -> Option<Execution> {
         let mut omitted = 0usize;
         for record in &nested.calls {
             let record = snake_record(record);
-            let bytes = serde_json::to_vec(&record).map_or(usize::MAX, |v| v.len());
+            let bytes = jsjson::to_wire_string(&record).map_or(usize::MAX, |v| v.len());
             if used + bytes > EXECUTION_JSON_MAX_BYTES {
                 omitted += 1;
                 continue;
