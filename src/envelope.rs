@@ -91,6 +91,8 @@ fn clip_message(message: String) -> String {
 pub struct Reply {
     pub outcome: Result<Value, Refusal>,
     pub text: String,
+    /// See [`Reply::with_js_numbers`].
+    js_numbers: bool,
 }
 
 impl Reply {
@@ -101,6 +103,7 @@ impl Reply {
         Reply {
             outcome: Ok(data),
             text,
+            js_numbers: false,
         }
     }
 
@@ -110,13 +113,31 @@ impl Reply {
         Reply {
             outcome: Err(refusal),
             text,
+            js_numbers: false,
         }
     }
 
-    /// The wire envelope as printed: compact JSON with doubles written as JavaScript writes
-    /// them (see [`to_wire`]).
+    /// Print doubles in this reply's envelope as JavaScript's `JSON.stringify` does (`1` not
+    /// `1.0`, `1e+21` not `1e21`): for results that carry values copied from a session, such
+    /// as tool arguments, whose upstream form is JavaScript's.
+    pub fn with_js_numbers(mut self) -> Self {
+        self.js_numbers = true;
+        self
+    }
+
+    /// The wire envelope as printed: compact JSON (doubles JavaScript-style when
+    /// [`Reply::with_js_numbers`] was asked for).
     pub fn wire(&self) -> String {
-        to_wire(&self.envelope())
+        self.print(&self.envelope())
+    }
+
+    /// Print any envelope-shaped value the way this reply prints its envelope.
+    pub fn print(&self, value: &Value) -> String {
+        if self.js_numbers {
+            to_js_wire(value)
+        } else {
+            value.to_string()
+        }
     }
 
     /// The wire envelope.
@@ -128,21 +149,35 @@ impl Reply {
     }
 }
 
-/// The printed form of an envelope: compact JSON, doubles written as JavaScript's
-/// `JSON.stringify` writes them (`1` not `1.0`, `1e+21` not `1e21`), so values carried from a
-/// session (tool arguments) print as upstream prints them.
-pub fn to_wire(value: &Value) -> String {
+/// Compact JSON with doubles written as JavaScript's `JSON.stringify` writes them, so values
+/// carried from a session (tool arguments) print as upstream prints them.
+pub fn to_js_wire(value: &Value) -> String {
     crate::history::jsjson::to_wire_string(value).expect("a JSON value always serialises")
 }
 
-/// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}` as [`to_wire`] prints it.
+/// `{"ok":true,"data":` + data + `}`.
+const OK_WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
+
+/// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}`.
 pub fn ok_envelope_bytes(data: &impl Serialize) -> usize {
-    // `{"ok":true,"data":` + data + `}`: computing it this way avoids building a Value.
-    const WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
-    WRAPPER
+    // Computing it this way avoids building a Value.
+    OK_WRAPPER
+        + serde_json::to_vec(data)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX - OK_WRAPPER)
+}
+
+/// [`ok_envelope_bytes`] of a reply printed [`Reply::with_js_numbers`].
+pub fn ok_envelope_bytes_js(data: &impl Serialize) -> usize {
+    OK_WRAPPER
         + crate::history::jsjson::to_wire_string(data)
             .map(|v| v.len())
-            .unwrap_or(usize::MAX - WRAPPER)
+            .unwrap_or(usize::MAX - OK_WRAPPER)
+}
+
+/// [`fits`] for a reply printed [`Reply::with_js_numbers`].
+pub fn fits_js(data: &impl Serialize, text: &str) -> bool {
+    text.len() <= OUTPUT_BUDGET_BYTES && ok_envelope_bytes_js(data) <= OUTPUT_BUDGET_BYTES
 }
 
 /// The one budget predicate: a success result fits when its envelope and its text both stay
@@ -201,9 +236,11 @@ mod tests {
     #[test]
     fn envelope_bytes_match_serialised_envelope() {
         let data = json!({"a": [1, 2, "ü", 1.0, 1e21]});
-        let whole = to_wire(&json!({"ok": true, "data": data}));
+        let whole = serde_json::to_vec(&json!({"ok": true, "data": data})).unwrap();
         assert_eq!(ok_envelope_bytes(&data), whole.len());
-        assert!(whole.ends_with(r#"1,1e+21]}}"#));
+        let js = to_js_wire(&json!({"ok": true, "data": data}));
+        assert_eq!(ok_envelope_bytes_js(&data), js.len());
+        assert!(js.ends_with(r#"1,1e+21]}}"#));
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub fn emit_with_cause(
         Format::Both => {
             let mut envelope = reply.envelope();
             envelope["text"] = json!(reply.text);
-            writeln!(io.stdout, "{}", crate::envelope::to_wire(&envelope))?;
+            writeln!(io.stdout, "{}", reply.print(&envelope))?;
         }
     }
     if exit == Exit::Internal

@@ -11,7 +11,7 @@ use super::jsjson;
 use super::page::push_skipped_note;
 use super::projection::EventRole;
 use super::{HistoryError, Opened, Rendered};
-use crate::envelope::{fits, largest_fitting};
+use crate::envelope::{fits_js, largest_fitting};
 
 /// Default `limit_chars`.
 pub const DEFAULT_LIMIT_CHARS: usize = 12_000;
@@ -320,7 +320,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
     };
     let trial = |d: usize| {
         let data = build(d);
-        fits(&data, &render(&data))
+        fits_js(&data, &render(&data))
     };
     // First the whole range (its footer may vanish at the end), then the largest fitting size.
     let delivered = largest_fitting(range, trial).filter(|&d| d >= 1 || range == 0);
