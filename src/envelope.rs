@@ -97,6 +97,10 @@ pub struct Reply {
 
 impl Reply {
     /// A success whose text was rendered from `data` by the caller.
+    #[allow(
+        clippy::expect_used,
+        reason = "result types serialise to JSON because they hold only JSON-safe data"
+    )]
     pub fn ok(data: impl Serialize, text: String) -> Self {
         let data = serde_json::to_value(data)
             .expect("result types serialise to JSON because they hold only JSON-safe data");
@@ -152,7 +156,8 @@ impl Reply {
 /// Compact JSON with doubles written as JavaScript's `JSON.stringify` writes them, so values
 /// carried from a session (tool arguments) print as upstream prints them.
 pub fn to_js_wire(value: &Value) -> String {
-    crate::history::jsjson::to_wire_string(value).expect("a JSON value always serialises")
+    // Writing a `Value` into memory cannot fail (its keys are strings).
+    crate::history::jsjson::to_wire_string(value).unwrap_or_default()
 }
 
 /// `{"ok":true,"data":` + data + `}`.

