@@ -532,7 +532,7 @@ export class Lifecycle {
 		}
 		const bin = findBinary();
 		const binary = bin ? `binary ${bin.path} (from ${bin.source === "checkout" ? "this checkout's target/release" : bin.source})` : "binary not found";
-		this.notify(ctx, `pi-context: ${this.enabled ? "on" : "off"} for this session · extension ${EXTENSION_VERSION} (${binary}) · Pi ${VERSION}`, "info");
+		this.notify(ctx, `pi-context: ${this.enabled ? "on" : "off"} · extension ${EXTENSION_VERSION} (${binary}) · Pi ${VERSION}`, "info");
 	}
 
 	// ---- registration ---------------------------------------------------------------------

@@ -185,19 +185,19 @@ test("/pi-context off is remembered by the session and survives reopening it", a
 			switches.map((e) => e.data),
 			[{ enabled: false }],
 		);
-		assert.match(first.notices.at(-1).message, /pi-context: off for this session/);
+		assert.match(first.notices.at(-1).message, /^pi-context: off · /);
 	} finally {
 		first.dispose();
 	}
 	const again = await startSession(w, { sessionFile: file, steps: [say("still off")] });
 	try {
 		await again.prompt("/pi-context");
-		assert.match(again.notices.at(-1).message, /pi-context: off for this session/, "the reopened session is still off");
+		assert.match(again.notices.at(-1).message, /^pi-context: off · /, "the reopened session is still off");
 		assert.ok(again.notices.at(-1).message.includes(`binary ${BIN} (from PI_CONTEXT_BIN)`), "the status names the binary in use and why");
 		await again.prompt("more");
 		assert.deepEqual(bootsIn(again.requests[0]).length, 1, "the old root boot is still there, but no new window machinery ran");
 		await again.prompt("/pi-context on");
-		assert.match(again.notices.at(-1).message, /pi-context: on for this session/);
+		assert.match(again.notices.at(-1).message, /^pi-context: on · /);
 		const switches = again.entries().filter((e) => e.type === "custom" && e.customType === "pi-context/switch");
 		assert.deepEqual(
 			switches.map((e) => e.data),
