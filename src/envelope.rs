@@ -95,6 +95,10 @@ pub struct Reply {
 
 impl Reply {
     /// A success whose text was rendered from `data` by the caller.
+    #[allow(
+        clippy::expect_used,
+        reason = "result types serialise to JSON because they hold only JSON-safe data"
+    )]
     pub fn ok(data: impl Serialize, text: String) -> Self {
         let data = serde_json::to_value(data)
             .expect("result types serialise to JSON because they hold only JSON-safe data");

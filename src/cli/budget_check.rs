@@ -72,6 +72,10 @@ struct SettingsView<'a> {
     project_path: Option<String>,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a budget check holds only JSON-safe data"
+)]
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     let request: Request = if args.settings_only {
         Request {

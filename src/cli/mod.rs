@@ -100,6 +100,8 @@ pub struct Io<'a> {
     pub stderr: &'a mut dyn Write,
     /// Whether stderr is a terminal (progress output is shown only then).
     pub stderr_is_terminal: bool,
+    /// Whether stdin is a terminal (the request reader then says on stderr what it waits for).
+    pub stdin_is_terminal: bool,
 }
 
 /// Run one parsed command.
@@ -160,6 +162,7 @@ pub fn main() -> ExitCode {
         format: cli.format,
     };
     let stderr_is_terminal = std::io::stderr().is_terminal();
+    let stdin_is_terminal = std::io::stdin().is_terminal();
     let (mut stdin, mut stdout, mut stderr) = (
         std::io::stdin().lock(),
         std::io::stdout().lock(),
@@ -170,6 +173,7 @@ pub fn main() -> ExitCode {
         stdout: &mut stdout,
         stderr: &mut stderr,
         stderr_is_terminal,
+        stdin_is_terminal,
     };
     match run(cli, &ctx, &mut io) {
         Ok(exit) => ExitCode::from(exit.code()),

@@ -167,6 +167,10 @@ pub fn check(block: &Block<'_>) -> Vec<Issue> {
 /// `:SS`, optional `.` and 1–9 fraction digits, optional zone `Z`/`z`/`±HH:MM`/`±HHMM`/`±HH`.
 /// Every field must be in range (a real calendar day, hour ≤ 23, minute and second ≤ 59,
 /// zone hour ≤ 23). Words, numbers and partial dates are rejected.
+#[allow(
+    clippy::expect_used,
+    reason = "the timestamp grammar is a valid regex because it is a constant"
+)]
 pub fn is_timestamp(value: &str) -> bool {
     static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(

@@ -638,10 +638,14 @@ fn unique_stamp(home: &Path, base: &str) -> String {
     if !taken(base) {
         return base.to_string();
     }
-    (2..)
-        .map(|n| format!("{base}-{n}"))
-        .find(|s| !taken(s))
-        .expect("some suffix is free because the directory is finite")
+    let mut n = 2u64;
+    loop {
+        let stamp = format!("{base}-{n}");
+        if !taken(&stamp) {
+            return stamp;
+        }
+        n += 1;
+    }
 }
 
 /// `now` as a file time (the sidecar's mtime and the gates' reference).

@@ -334,6 +334,7 @@ fn render_windows(data: &WindowsData) -> String {
 }
 
 /// [`windows`] over an already opened session.
+#[allow(clippy::expect_used, reason = "window rows serialise")]
 pub fn windows_in(opened: &Opened) -> Result<Rendered, HistoryError> {
     // Oldest first, stopping at the first row that does not fit.
     let total = opened.projection.windows.len();
@@ -442,6 +443,7 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
 
 /// The page of `vis` that `options` selects and the budget allows, with its text: the one
 /// rendering step `history-list` and `history-search` share.
+#[allow(clippy::expect_used, reason = "pages serialise")]
 fn render_page(
     opened: &Opened,
     loader: &mut Loader,

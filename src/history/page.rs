@@ -320,6 +320,7 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
 
 /// Select one page (§12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
 /// used only when `spec.fold`.
+#[allow(clippy::expect_used, reason = "kept is non-empty here; just pushed")]
 pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     vis: &[Visible],
     foldable: &[usize],

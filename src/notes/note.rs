@@ -31,6 +31,7 @@ impl Origin {
         }
     }
 
+    #[allow(clippy::expect_used, reason = "strings serialise")]
     pub fn parse(value: &str) -> Result<Origin, NoteError> {
         match value {
             "user" => Ok(Origin::User),

@@ -247,6 +247,7 @@ impl Store {
         now: DateTime<FixedOffset>,
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
+        address.check_path_cap()?;
         let path = self.physical(&address)?;
         let Some(_lock) = fsio::lock_existing(&path)? else {
             return Ok(None);
@@ -517,6 +518,10 @@ impl Store {
         resolve_inside(&self.identity.root, &lexical)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "candidates only come from readable homes"
+    )]
     fn scan(&self, query: &Query, scan: &Scan) -> Result<Scanned, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
@@ -812,6 +817,10 @@ fn read_to_end_plain(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize) -> 
 }
 
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
+#[allow(
+    clippy::expect_used,
+    reason = "scan workers do not panic because they only read"
+)]
 fn process_parallel<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T, &mut Vec<u8>) -> R + Sync,

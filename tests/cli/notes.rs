@@ -673,15 +673,15 @@ fn search_matches_literals_case_insensitively_with_code_point_offsets() {
         "search_empty_array",
         "notes-search",
         r#"{"query":[]}"#,
-        "invalid_query",
-        1,
+        "invalid_request",
+        2,
     );
     env.refused(
         "search_bad_element",
         "notes-search",
         r#"{"query":["a",1]}"#,
-        "invalid_query",
-        1,
+        "invalid_request",
+        2,
     );
     env.refused(
         "search_missing_query",

@@ -109,9 +109,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             emit(&Reply::ok(&skipped, text), ctx, io)
         }
         DreamOutcome::Refused(refused) => {
-            let details = refused.details().map(|d| {
-                serde_json::to_value(d).expect("refusal details hold only JSON-safe data")
-            });
+            let details = refused.details().map(serde_json::to_value).transpose()?;
             let refusal = Refusal::new(refused.code(), refused.message(), details);
             let exit = emit(&Reply::refused(refusal), ctx, io)?;
             Ok(match refused {
@@ -128,8 +126,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
                 emit(&Reply::ok(&record, text), ctx, io)
             }
             Some(failure) => {
-                let details = serde_json::to_value(&record)
-                    .expect("a dream record holds only JSON-safe data");
+                let details = serde_json::to_value(&record)?;
                 let refusal = Refusal::new(
                     failure.code.as_str(),
                     failure.message.clone(),

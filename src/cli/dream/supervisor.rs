@@ -7,7 +7,7 @@
 use std::io::{self, Read};
 use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
@@ -150,7 +150,7 @@ fn capture(pipe: Option<impl Read + Send + 'static>) -> Captured {
                 if n == 0 {
                     break;
                 }
-                let mut held = buffer.lock().expect("no panics while holding the buffer");
+                let mut held = buffer.lock().unwrap_or_else(PoisonError::into_inner);
                 let room = CAPTURE_MAX_BYTES.saturating_sub(held.len());
                 held.extend_from_slice(&chunk[..n.min(room)]);
             }
@@ -167,10 +167,7 @@ impl Captured {
         if let Some(closed) = self.closed {
             let _ = closed.recv_timeout(DRAIN_GRACE);
         }
-        let bytes = self
-            .buffer
-            .lock()
-            .expect("no panics while holding the buffer");
+        let bytes = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
         String::from_utf8_lossy(&bytes).into_owned()
     }
 }
