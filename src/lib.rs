@@ -18,3 +18,4 @@ pub mod fsio;
 pub mod history;
 pub mod notes;
 pub mod session;
+pub mod words;
