@@ -6,6 +6,7 @@
 //! (the thing that actually consolidates: a process for the CLI, a stub in tests). It never
 //! prints: progress and problems go to [`Dreamer::notice`], the result is a [`DreamOutcome`].
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -77,7 +78,10 @@ pub trait Dreamer {
     /// What interrupted the run before the dreamer started (e.g. `SIGTERM`), if anything did.
     fn interrupted(&mut self) -> Option<String>;
     /// Run the dreamer on `task` until it ends (completed, failed, timed out or interrupted).
-    fn dream(&mut self, task: &Task) -> DreamerEnd;
+    /// `Err` is a failure of the host itself (its scratch directory cannot be created): the
+    /// run then stops where it is, without report or final commit, and the lock is released
+    /// as failed.
+    fn dream(&mut self, task: &Task) -> io::Result<DreamerEnd>;
     /// A progress note or a problem worth telling the human about.
     fn notice(&mut self, notice: Notice);
 }
@@ -360,32 +364,36 @@ impl Changes {
     }
 }
 
-/// One whole run of the dream in `home` (created when missing), starting at `now`.
+/// One whole run of the dream in `home` (created when missing), starting at `now`. `Err` only
+/// when the dreamer's host failed (see [`Dreamer::dream`]).
 pub fn run(
     home: &Path,
     options: Options,
     dreamer: &mut dyn Dreamer,
     now: DateTime<FixedOffset>,
-) -> DreamOutcome {
+) -> io::Result<DreamOutcome> {
     if let Err(e) = std::fs::create_dir_all(home) {
-        return DreamOutcome::Refused(Refused::Io(format!(
+        return Ok(DreamOutcome::Refused(Refused::Io(format!(
             "cannot create the notes home {}: {e}",
             home.display()
-        )));
+        ))));
     }
     let gates = match evaluate_gates(home, &options, system_time(now)) {
         Ok(gates) => gates,
-        Err(message) => return DreamOutcome::Refused(Refused::Io(message)),
+        Err(message) => return Ok(DreamOutcome::Refused(Refused::Io(message))),
     };
     if !gates.open() && !options.force {
-        return DreamOutcome::Skipped(Skipped {
+        return Ok(DreamOutcome::Skipped(Skipped {
             outcome: Outcome::Skipped,
             notes_home: home.to_path_buf(),
             gates,
-        });
+        }));
     }
     if let Err(unavailable) = dreamer.prepare() {
-        return DreamOutcome::Refused(Refused::DreamerUnavailable { unavailable, gates });
+        return Ok(DreamOutcome::Refused(Refused::DreamerUnavailable {
+            unavailable,
+            gates,
+        }));
     }
     let now_text = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
     let held = match lock::acquire(
@@ -396,7 +404,7 @@ pub fn run(
         &now_text,
     ) {
         Ok(held) => held,
-        Err(error) => return DreamOutcome::Refused(Refused::Lock { error, gates }),
+        Err(error) => return Ok(DreamOutcome::Refused(Refused::Lock { error, gates })),
     };
     dreamer.notice(Notice::Step(format!(
         "{}; lock taken",
@@ -413,7 +421,8 @@ pub fn run(
         options: &options,
         dreamer,
     };
-    let record = run.record(gates);
+    // A host failure drops `held`, which releases the lock as failed.
+    let record = run.record(gates)?;
     let failed = record.failure.is_some();
     let release = if failed {
         held.fail_release()
@@ -424,8 +433,11 @@ pub fn run(
         run.dreamer
             .notice(Notice::Problem(format!("could not release the lock: {e}")));
     }
-    DreamOutcome::Ran(Box::new(record))
+    Ok(DreamOutcome::Ran(Box::new(record)))
 }
+
+/// The journal's entries, or why it could not be read.
+type JournalRead = Result<Vec<journal::Entry>, String>;
 
 /// A run holding the lock: everything it does is recorded, success or failure.
 struct Locked<'a, 'd> {
@@ -439,7 +451,7 @@ struct Locked<'a, 'd> {
 
 impl Locked<'_, '_> {
     /// Baseline, dreamer, journal, report and final commit; the first failure is kept.
-    fn record(&mut self, gates: Gates) -> Record {
+    fn record(&mut self, gates: Gates) -> io::Result<Record> {
         let mut record = Record {
             outcome: Outcome::Failed,
             stamp: self.stamp.clone(),
@@ -462,7 +474,7 @@ impl Locked<'_, '_> {
                         FailureCode::BaselineFailed,
                         format!("baseline audit failed: {e}"),
                     );
-                    return record;
+                    return Ok(record);
                 }
             };
         record.baseline_commit = Some(baseline.commit.clone());
@@ -475,7 +487,7 @@ impl Locked<'_, '_> {
                 "unchanged"
             }
         )));
-        let (end, entries) = self.dream(&mut record);
+        let (end, entries) = self.dream(&mut record)?;
         let report_path = self.report(&mut record, &end, &entries);
         self.commit(&mut record, report_path.as_deref());
         record.changes = entries.ok().map(|entries| Changes::count(&entries));
@@ -484,7 +496,7 @@ impl Locked<'_, '_> {
         } else {
             Outcome::Dreamed
         };
-        record
+        Ok(record)
     }
 
     /// Tell the human and keep the failure when it is the first.
@@ -494,7 +506,7 @@ impl Locked<'_, '_> {
     }
 
     /// Run the dreamer (unless interrupted already) and read back its journal.
-    fn dream(&mut self, record: &mut Record) -> (DreamerEnd, Result<Vec<journal::Entry>, String>) {
+    fn dream(&mut self, record: &mut Record) -> io::Result<(DreamerEnd, JournalRead)> {
         let end = match self.dreamer.interrupted() {
             Some(cause) => DreamerEnd::not_started(
                 FailureCode::Interrupted,
@@ -507,7 +519,7 @@ impl Locked<'_, '_> {
                     text: &text,
                     model: self.options.dreamer.model.as_deref(),
                     notes_home: self.home,
-                })
+                })?
             }
         };
         if let Some(failure) = &end.failure {
@@ -527,7 +539,7 @@ impl Locked<'_, '_> {
         if let Err(message) = &entries {
             self.fail(record, FailureCode::JournalUnreadable, message.clone());
         }
-        (end, entries)
+        Ok((end, entries))
     }
 
     /// Write the report; its path when written.
@@ -535,7 +547,7 @@ impl Locked<'_, '_> {
         &mut self,
         record: &mut Record,
         end: &DreamerEnd,
-        entries: &Result<Vec<journal::Entry>, String>,
+        entries: &JournalRead,
     ) -> Option<PathBuf> {
         let path = self.home.join(artifacts::report_rel(&self.stamp));
         let failure = record.failure.as_ref();
@@ -669,6 +681,7 @@ mod tests {
         entries: Vec<journal::Entry>,
         unreadable_journal: bool,
         unavailable: bool,
+        host_fails: bool,
         interrupted: Option<String>,
         failure: Option<Failure>,
         notices: Vec<Notice>,
@@ -682,6 +695,7 @@ mod tests {
                 entries: Vec::new(),
                 unreadable_journal: false,
                 unavailable: false,
+                host_fails: false,
                 interrupted: None,
                 failure: None,
                 notices: Vec::new(),
@@ -703,9 +717,12 @@ mod tests {
         fn interrupted(&mut self) -> Option<String> {
             self.interrupted.clone()
         }
-        fn dream(&mut self, task: &Task) -> DreamerEnd {
+        fn dream(&mut self, task: &Task) -> io::Result<DreamerEnd> {
             self.tasks
                 .push((task.text.to_string(), task.model.map(str::to_string)));
+            if self.host_fails {
+                return Err(io::Error::other("no scratch directory"));
+            }
             let journal = self.journal_dir.path().join("journal.jsonl");
             if self.unreadable_journal {
                 std::fs::create_dir(&journal).unwrap();
@@ -713,11 +730,11 @@ mod tests {
             for entry in &self.entries {
                 journal::append(&journal, entry).unwrap();
             }
-            DreamerEnd {
+            Ok(DreamerEnd {
                 failure: self.failure.clone(),
                 final_text: "done".into(),
                 journal: Some(journal),
-            }
+            })
         }
         fn notice(&mut self, notice: Notice) {
             self.notices.push(notice);
@@ -761,7 +778,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();
         stub.unavailable = true;
-        let outcome = run(home.path(), options(false), &mut stub, now());
+        let outcome = run(home.path(), options(false), &mut stub, now()).unwrap();
         let DreamOutcome::Skipped(skipped) = outcome else {
             panic!("{outcome:?}")
         };
@@ -776,7 +793,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();
         stub.unavailable = true;
-        let outcome = run(home.path(), options(true), &mut stub, now());
+        let outcome = run(home.path(), options(true), &mut stub, now()).unwrap();
         let DreamOutcome::Refused(refused) = outcome else {
             panic!("{outcome:?}")
         };
@@ -792,7 +809,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();
         stub.entries = vec![written("human/a.md"), written("human/b.md")];
-        let outcome = run(home.path(), options(true), &mut stub, now());
+        let outcome = run(home.path(), options(true), &mut stub, now()).unwrap();
         let DreamOutcome::Ran(record) = outcome else {
             panic!("{outcome:?}")
         };
@@ -829,7 +846,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();
         stub.unreadable_journal = true;
-        let outcome = run(home.path(), options(true), &mut stub, now());
+        let outcome = run(home.path(), options(true), &mut stub, now()).unwrap();
         let DreamOutcome::Ran(record) = outcome else {
             panic!("{outcome:?}")
         };
@@ -861,7 +878,8 @@ mod tests {
             code: FailureCode::Timeout,
             message: "too slow".into(),
         });
-        let DreamOutcome::Ran(record) = run(home.path(), options(true), &mut stub, now()) else {
+        let DreamOutcome::Ran(record) = run(home.path(), options(true), &mut stub, now()).unwrap()
+        else {
             panic!("not a run")
         };
         assert_eq!(record.failure.unwrap().code, FailureCode::Timeout);
@@ -873,7 +891,8 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();
         stub.interrupted = Some("SIGINT".into());
-        let DreamOutcome::Ran(record) = run(home.path(), options(true), &mut stub, now()) else {
+        let DreamOutcome::Ran(record) = run(home.path(), options(true), &mut stub, now()).unwrap()
+        else {
             panic!("not a run")
         };
         let failure = record.failure.unwrap();
@@ -891,11 +910,27 @@ mod tests {
     }
 
     #[test]
+    fn a_host_failure_stops_the_run_and_releases_the_lock_as_failed() {
+        let home = tempfile::tempdir().unwrap();
+        let mut stub = Stub::new();
+        stub.host_fails = true;
+        let err = run(home.path(), options(true), &mut stub, now()).unwrap_err();
+        assert_eq!(err.to_string(), "no scratch directory");
+        assert!(!home.path().join(artifacts::LOCK_FILE).exists());
+        assert!(!home.path().join(artifacts::LAST_RUN_FILE).exists());
+        assert!(
+            !home.path().join(artifacts::REPORTS_DIR).exists(),
+            "no report"
+        );
+    }
+
+    #[test]
     fn a_held_lock_is_refused_and_left_alone() {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join(artifacts::LOCK_FILE), "1 other").unwrap();
         let mut stub = Stub::new();
-        let DreamOutcome::Refused(refused) = run(home.path(), options(true), &mut stub, now())
+        let DreamOutcome::Refused(refused) =
+            run(home.path(), options(true), &mut stub, now()).unwrap()
         else {
             panic!("not refused")
         };

@@ -100,7 +100,8 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         signals: None,
         run_dir: None,
     };
-    let outcome = crate::dream::run(&home, options, &mut pi, ctx.now);
+    // A scratch directory that cannot be created is an internal failure (exit 70).
+    let outcome = crate::dream::run(&home, options, &mut pi, ctx.now)?;
     drop(pi.run_dir.take());
     let io = pi.io;
     match outcome {

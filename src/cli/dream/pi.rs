@@ -53,45 +53,38 @@ impl Dreamer for PiDreamer<'_, '_, '_> {
         Some(signal_name(signal).to_string())
     }
 
-    fn dream(&mut self, task: &Task) -> DreamerEnd {
-        let run_dir = match tempfile::Builder::new()
+    fn dream(&mut self, task: &Task) -> std::io::Result<DreamerEnd> {
+        let run_dir = tempfile::Builder::new()
             .prefix("pi-context-dream-")
-            .tempdir()
-        {
-            Ok(dir) => dir,
-            Err(e) => {
-                return DreamerEnd::not_started(
-                    FailureCode::DreamerUnavailable,
-                    format!("cannot create the dreamer's run directory: {e}"),
-                );
-            }
-        };
+            .tempdir()?;
         let journal = run_dir.path().join("journal.jsonl");
         let tools = run_dir.path().join("dream-tools.ts");
         self.run_dir = Some(run_dir);
         let unavailable =
             |message: String| DreamerEnd::not_started(FailureCode::DreamerUnavailable, message);
         if let Err(e) = std::fs::write(&tools, playbook::TOOLS_EXTENSION) {
-            return unavailable(format!("cannot stage the dreamer's tools: {e}"));
+            return Ok(unavailable(format!(
+                "cannot stage the dreamer's tools: {e}"
+            )));
         }
         // Always this very binary: the jail the tools reach must be the one this run documents,
         // whatever `PI_CONTEXT_BIN` says in the caller's environment.
         let self_bin = match std::env::current_exe() {
             Ok(exe) => exe,
             Err(e) => {
-                return unavailable(format!(
+                return Ok(unavailable(format!(
                     "cannot locate the pi-context binary for the dreamer's tools: {e}"
-                ));
+                )));
             }
         };
         let mut command = self.command(task, &tools, &journal, &self_bin);
         let child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
-                return unavailable(format!(
+                return Ok(unavailable(format!(
                     "cannot start the dreamer {}: {e}",
                     self.pi_bin.display()
-                ));
+                )));
             }
         };
         let run = supervisor::supervise(child, self.timeout, self.signals.as_mut());
@@ -130,11 +123,11 @@ impl Dreamer for PiDreamer<'_, '_, '_> {
                 ),
             }),
         };
-        DreamerEnd {
+        Ok(DreamerEnd {
             failure,
             final_text: run.stdout,
             journal: Some(journal),
-        }
+        })
     }
 
     fn notice(&mut self, notice: Notice) {
