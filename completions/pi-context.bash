@@ -148,18 +148,14 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --format --help --version"
+        pi__context__subcmd__boot__subcmd__render)
+            opts="-h -V --notes-home --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --notes-home)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -191,6 +187,10 @@ _pi__context() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -202,7 +202,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__budget__subcmd__check)
+        pi__context__subcmd__budget__subcmd__check)
             opts="-h -V --agent-dir --cwd --untrusted-project --model --settings-only --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -232,7 +232,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__completions)
+        pi__context__subcmd__completions)
             opts="-h -V --format --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -250,7 +250,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__doctor)
+        pi__context__subcmd__doctor)
             opts="-h -V --notes-home --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -272,7 +272,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream)
+        pi__context__subcmd__dream)
             opts="-h -V --notes-home --dreamer --force --min-sessions --min-hours --timeout --pi-bin --agent-dir --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -318,7 +318,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__dream__subcmd__fs)
             opts="-h -V --notes-home --journal --format --help --version write edit delete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -344,7 +344,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help)
+        pi__context__subcmd__help)
             opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor sync completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -358,7 +358,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__boot__subcmd__render)
+        pi__context__subcmd__help__subcmd__boot__subcmd__render)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -372,7 +372,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__budget__subcmd__check)
+        pi__context__subcmd__help__subcmd__budget__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -386,7 +386,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__completions)
+        pi__context__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -400,7 +400,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__doctor)
+        pi__context__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -414,7 +414,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream)
+        pi__context__subcmd__help__subcmd__dream)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -428,7 +428,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__help__subcmd__dream__subcmd__fs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -442,7 +442,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__help)
+        pi__context__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -456,7 +456,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__list)
+        pi__context__subcmd__help__subcmd__history__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -470,7 +470,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__read)
+        pi__context__subcmd__help__subcmd__history__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -484,7 +484,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__search)
+        pi__context__subcmd__help__subcmd__history__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -498,7 +498,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__windows)
+        pi__context__subcmd__help__subcmd__history__subcmd__windows)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -512,7 +512,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__list)
+        pi__context__subcmd__help__subcmd__notes__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -526,7 +526,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__read)
+        pi__context__subcmd__help__subcmd__notes__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -540,7 +540,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__search)
+        pi__context__subcmd__help__subcmd__notes__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -554,7 +554,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__update)
+        pi__context__subcmd__help__subcmd__notes__subcmd__update)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -568,7 +568,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__write)
+        pi__context__subcmd__help__subcmd__notes__subcmd__write)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -582,7 +582,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__project__subcmd__key)
+        pi__context__subcmd__help__subcmd__project__subcmd__key)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -596,7 +596,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__sync)
+        pi__context__subcmd__help__subcmd__sync)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -610,7 +610,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__list)
+        pi__context__subcmd__history__subcmd__list)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -636,7 +636,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__read)
+        pi__context__subcmd__history__subcmd__read)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -662,7 +662,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__search)
+        pi__context__subcmd__history__subcmd__search)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -688,7 +688,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__windows)
+        pi__context__subcmd__history__subcmd__windows)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -714,7 +714,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__list)
+        pi__context__subcmd__notes__subcmd__list)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -756,7 +756,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__read)
+        pi__context__subcmd__notes__subcmd__read)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -798,7 +798,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__search)
+        pi__context__subcmd__notes__subcmd__search)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -840,7 +840,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__update)
+        pi__context__subcmd__notes__subcmd__update)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -882,7 +882,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__write)
+        pi__context__subcmd__notes__subcmd__write)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -924,7 +924,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__project__subcmd__key)
+        pi__context__subcmd__project__subcmd__key)
             opts="-h -V --cwd --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -946,7 +946,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__sync)
+        pi__context__subcmd__sync)
             opts="-h -V --notes-home --remote --branch --adopt-remote --include-sessions --agent-dir --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

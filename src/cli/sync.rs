@@ -94,18 +94,10 @@ fn remote_setting(agent_dir: &Path, cwd: &Path) -> (Option<String>, Vec<String>)
 fn host_name(ctx: &Ctx) -> String {
     let raw = match ctx.var_non_empty("PI_CONTEXT_HOST") {
         Some(h) => h.to_string(),
-        None => {
-            let mut buf = [0u8; 256];
-            // SAFETY: the buffer is valid for its whole length; gethostname writes at most
-            // that many bytes and we read only up to the first NUL within it.
-            let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-            if rc == 0 {
-                let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-                String::from_utf8_lossy(&buf[..end]).into_owned()
-            } else {
-                String::new()
-            }
-        }
+        None => rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned(),
     };
     let slug: String = raw
         .split('.')

@@ -16,7 +16,7 @@ use git2::{IndexAddOption, Repository, Signature, Time};
 /// The lines kept in `.git/info/exclude`: the dream/sync lock and its sidecar, and the temp
 /// files of atomic writes (`.<name>.<random>.tmp`, see `fsio::write_atomic`), so neither a
 /// dream snapshot nor a sync ever commits them.
-pub const EXCLUDE_LINES: [&str; 2] = [".dream.lock*", ".*.tmp"];
+pub const EXCLUDE_LINES: [&str; 2] = [super::artifacts::LOCK_FILES_PATTERN, ".*.tmp"];
 /// Identity used when Git has none configured.
 pub const FALLBACK_NAME: &str = "pi-context";
 pub const FALLBACK_EMAIL: &str = "pi-context@localhost";

@@ -336,14 +336,8 @@ enum Pick {
     Later,
 }
 
-/// An epoch for parsing numeric stamps (their offset does not matter for comparing).
-fn epoch() -> chrono::DateTime<chrono::FixedOffset> {
-    chrono::DateTime::UNIX_EPOCH.fixed_offset()
-}
-
 fn instant(v: Option<&Value>) -> Option<i64> {
-    v.and_then(|v| parse_stamp(v, epoch()))
-        .map(|t| t.timestamp_millis())
+    v.and_then(parse_stamp).map(|t| t.timestamp_millis())
 }
 
 /// Whether `a` is strictly later than `b` (unreadable stamps are never later).

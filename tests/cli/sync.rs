@@ -166,9 +166,8 @@ struct Daemon {
 impl Drop for Daemon {
     fn drop(&mut self) {
         // `git daemon` runs `git-daemon` as a child: end the whole process group.
-        // SAFETY: a plain kill(2) of the group this test created (its leader's pid).
-        unsafe {
-            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        if let Some(group) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
         let _ = self.child.wait();
     }
