@@ -695,7 +695,7 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__notes__subcmd__list)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -737,7 +737,7 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__notes__subcmd__read)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -779,7 +779,7 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__notes__subcmd__search)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

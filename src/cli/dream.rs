@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::budget::settings;
 use crate::cli::budget_check::resolve_agent_dir;
-use crate::cli::common::{Exit, emit, resolve_notes_home};
+use crate::cli::common::{Exit, emit, resolve_cache_dir, resolve_notes_home};
 use crate::cli::{Ctx, Io};
 use crate::dream::{self, audit, gates, journal, lock, playbook, report};
 use crate::envelope::{Refusal, Reply};
@@ -343,6 +343,16 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         "warnings": dreamer.warnings,
     });
 
+    // Reads defer their access bumps to the access journal; the baseline (and the dreamer,
+    // which reads note files directly) must see them in the files.
+    if let Some(cache_dir) = resolve_cache_dir(ctx)
+        && let Err(e) = crate::notes::store::fold_pending_access(&home, &cache_dir)
+    {
+        let _ = writeln!(
+            progress.io.stderr,
+            "dream: could not fold pending access metadata into the notes: {e}"
+        );
+    }
     let baseline = match audit::snapshot(&home, &format!("baseline {stamp}"), ctx.now) {
         Ok(snapshot) => snapshot,
         Err(e) => {

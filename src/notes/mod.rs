@@ -14,7 +14,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod access;
 pub mod address;
+pub mod cache;
 pub mod error;
 pub mod frontmatter;
 pub mod identity;

@@ -10,7 +10,9 @@ use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
 
+use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
+use super::cache::root_cache_dir;
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
@@ -36,6 +38,9 @@ use crate::fsio;
 #[derive(Debug, Clone)]
 pub struct Store {
     identity: Identity,
+    /// This root's directory in the cache directory (metadata cache, access journal); `None`
+    /// works without either.
+    cache: Option<PathBuf>,
 }
 
 /// What a write did.
@@ -171,7 +176,50 @@ pub struct WithStatus<T> {
 
 impl Store {
     pub fn new(identity: Identity) -> Store {
-        Store { identity }
+        Store {
+            identity,
+            cache: None,
+        }
+    }
+
+    /// Use the shared cache directory `cache_dir` (the store keeps its metadata cache and its
+    /// access journal in a subdirectory per notes root); `None` works without them.
+    pub fn with_cache_dir(mut self, cache_dir: Option<&Path>) -> Store {
+        self.cache = cache_dir.map(|dir| root_cache_dir(dir, &self.identity.root));
+        self
+    }
+
+    fn journal(&self) -> Option<Journal> {
+        self.cache.as_deref().map(Journal::new)
+    }
+
+    /// The note's path relative to the notes root, as the access journal names it.
+    fn journal_rel(&self, address: &Address) -> Result<String, NoteError> {
+        let lexical = address.file_path(&self.identity)?;
+        let rel = lexical
+            .strip_prefix(&self.identity.root)
+            .map_err(|_| escape_error())?;
+        Ok(rel.to_string_lossy().into_owned())
+    }
+
+    /// Take the pending reads of a note (lock held) for folding into the file about to be
+    /// written; `None` entries without a journal.
+    fn take_pending(&self, address: &Address) -> Result<Pending, NoteError> {
+        let rel = self.journal_rel(address)?;
+        let entries = match self.journal() {
+            // An unreadable journal only loses access counts: never block a write on it.
+            Some(journal) => journal.take(&rel).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok(Pending { rel, entries })
+    }
+
+    fn restore_pending(&self, pending: &Pending) {
+        if let Some(journal) = self.journal()
+            && !pending.entries.is_empty()
+        {
+            journal.restore(&pending.rel, &pending.entries);
+        }
     }
 
     pub fn identity(&self) -> &Identity {
@@ -203,35 +251,42 @@ impl Store {
         let result = (|| {
             let _lock = fsio::lock_path(&path)?;
             let existing = read_optional(&path)?;
-            let (mut meta, outcome) = match &existing {
-                None => {
-                    let mut meta = NoteMeta::new(origin, now);
-                    if address.home.scope == Scope::Session {
-                        meta.other
-                            .insert("project".into(), self.identity.project_key.clone().into());
+            let pending = self.take_pending(&address)?;
+            let result = (|| {
+                let (mut meta, outcome) = match &existing {
+                    None => {
+                        let mut meta = NoteMeta::new(origin, now);
+                        if address.home.scope == Scope::Session {
+                            meta.other
+                                .insert("project".into(), self.identity.project_key.clone().into());
+                        }
+                        (meta, WriteOutcome::Created)
                     }
-                    (meta, WriteOutcome::Created)
-                }
-                Some(raw) => {
-                    let (meta, _) = parse_note(raw, now);
-                    let outcome = if meta.is_crumpled() {
-                        WriteOutcome::Uncrumpled
-                    } else {
-                        WriteOutcome::Overwritten
-                    };
-                    (meta, outcome)
-                }
-            };
-            meta.origin = origin;
-            meta.crumpled_at = None;
-            meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&path, text.as_bytes())?;
-            Ok(WriteReceipt {
-                address: address.clone(),
-                outcome,
-                meta,
-            })
+                    Some(raw) => {
+                        let (meta, _, _) = parse_with_pending(raw, &pending.entries, now);
+                        let outcome = if meta.is_crumpled() {
+                            WriteOutcome::Uncrumpled
+                        } else {
+                            WriteOutcome::Overwritten
+                        };
+                        (meta, outcome)
+                    }
+                };
+                meta.origin = origin;
+                meta.crumpled_at = None;
+                meta.updated_at = now;
+                let text = serialize_note(&meta, &body)?;
+                fsio::write_atomic(&path, text.as_bytes())?;
+                Ok(WriteReceipt {
+                    address: address.clone(),
+                    outcome,
+                    meta,
+                })
+            })();
+            if result.is_err() {
+                self.restore_pending(&pending);
+            }
+            result
         })();
         if result.is_err() {
             remove_created_dirs(&created_dirs);
@@ -239,8 +294,12 @@ impl Store {
         result
     }
 
-    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount` on
-    /// disk (under the lock), for any home, including crumpled and hand-written notes.
+    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount`, for
+    /// any home, including crumpled and hand-written notes. With a cache directory the bump goes
+    /// to the access journal (the note file is not written, nothing is flushed) and is folded
+    /// into the file by the note's next write, update or rename (or [`fold_pending_access`]);
+    /// the returned metadata includes it either way. Without one (or when the journal cannot
+    /// be written) the note is rewritten in place under its lock.
     pub fn read(
         &self,
         address: &str,
@@ -248,6 +307,27 @@ impl Store {
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
         let path = self.physical(&address)?;
+        if let Some(journal) = self.journal() {
+            let Some(raw) = read_optional(&path)? else {
+                return Ok(None);
+            };
+            let rel = self.journal_rel(&address)?;
+            let parsed = frontmatter::parse(&raw);
+            let created = parsed.fields.get("createdAt");
+            if let Ok(earlier) = journal.record(&rel, created, now) {
+                let reads = access::matching(&earlier, created);
+                let first = access::first_time(&reads).unwrap_or(now);
+                let mut meta = NoteMeta::from_fields(&parsed.fields, first);
+                access::apply(&mut meta, &reads);
+                meta.last_accessed = now;
+                meta.access_count += 1.0;
+                return Ok(Some(ReadNote {
+                    address,
+                    meta,
+                    body: parsed.body.into_owned(),
+                }));
+            }
+        }
         let Some(_lock) = fsio::lock_existing(&path)? else {
             return Ok(None);
         };
@@ -310,7 +390,33 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Err(not_found());
         };
-        let (mut meta, body) = parse_note(&raw, now);
+        let pending = self.take_pending(&address)?;
+        let result = self.update_locked(&address, &path, &raw, &pending, edits, options, now);
+        if result.is_err() {
+            self.restore_pending(&pending);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update_locked(
+        &self,
+        address: &Address,
+        path: &Path,
+        raw: &str,
+        pending: &Pending,
+        edits: &[Edit],
+        options: UpdateOptions,
+        now: DateTime<FixedOffset>,
+    ) -> Result<UpdateReceipt, NoteError> {
+        let address = address.clone();
+        let (mut meta, body, folded) = parse_with_pending(raw, &pending.entries, now);
+        // The file as the deferred reads would have left it (they rewrote it canonically).
+        let raw = if folded {
+            frontmatter::serialize(&meta.to_fields(), &body)
+        } else {
+            raw.to_owned()
+        };
         let before = meta.clone();
         let (next, applied) = apply_edits(&body, edits, options.replace_all)?;
         if let Some(origin) = options.origin {
@@ -352,7 +458,7 @@ impl Store {
                 after: String::new(),
             },
         };
-        fsio::write_atomic(&path, text.as_bytes())?;
+        fsio::write_atomic(path, text.as_bytes())?;
         Ok(UpdateReceipt {
             address,
             meta,
@@ -405,7 +511,10 @@ impl Store {
                     true
                 }
             };
-            let (mut meta, body) = parse_note(&raw, now);
+            let pending = self.take_pending(&from)?;
+            // The replaced crumpled target's pending reads go with it.
+            let _ = self.take_pending(&to)?;
+            let (mut meta, body, _) = parse_with_pending(&raw, &pending.entries, now);
             match (from.home.scope, to.home.scope) {
                 (Scope::Session, Scope::Session) => {}
                 (_, Scope::Session) => {
@@ -418,8 +527,12 @@ impl Store {
                 _ => {}
             }
             meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&target, text.as_bytes())?;
+            let written = serialize_note(&meta, &body)
+                .and_then(|text| Ok(fsio::write_atomic(&target, text.as_bytes())?));
+            if let Err(e) = written {
+                self.restore_pending(&pending);
+                return Err(e);
+            }
             fs::remove_file(&source)?;
             Ok(RenameReceipt {
                 from: from.clone(),
@@ -956,6 +1069,74 @@ fn not_found() -> NoteError {
     err(ErrorKind::NotFound, "note not found")
 }
 
+/// Pending reads taken from the access journal for one note.
+struct Pending {
+    rel: String,
+    entries: Vec<Entry>,
+}
+
+/// Parse a note and fold the pending reads that belong to it (same raw `createdAt`), exactly
+/// as the reads would have left the file; the flag says whether any read was folded.
+fn parse_with_pending(
+    raw: &str,
+    entries: &[Entry],
+    now: DateTime<FixedOffset>,
+) -> (NoteMeta, String, bool) {
+    let parsed = frontmatter::parse(raw);
+    let reads = access::matching(entries, parsed.fields.get("createdAt"));
+    // A timestamp missing from the file was filled by the first read that rewrote it.
+    let first = access::first_time(&reads).unwrap_or(now);
+    let mut meta = NoteMeta::from_fields(&parsed.fields, first);
+    access::apply(&mut meta, &reads);
+    (meta, parsed.body.into_owned(), !reads.is_empty())
+}
+
+/// Fold every pending read of the access journal of `root` (kept under `cache_dir`) into its
+/// note, each under the note's lock, with an atomic durable write: after this the files carry
+/// all access metadata (`dream` calls it before its baseline). Reads of notes that no longer
+/// exist, or that were replaced by a different note (another `createdAt`), are dropped.
+/// Returns how many notes were rewritten.
+pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteError> {
+    let journal = Journal::new(&root_cache_dir(cache_dir, root));
+    let mut folded = 0;
+    for rel in journal.pending_paths()? {
+        let safe = Path::new(&rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+            && rel.ends_with(".md");
+        if !safe {
+            journal.take(&rel)?;
+            continue;
+        }
+        let path = match resolve_inside(root, &root.join(&rel)) {
+            Ok(path) => path,
+            Err(_) => {
+                journal.take(&rel)?;
+                continue;
+            }
+        };
+        let Some(_lock) = fsio::lock_existing(&path)? else {
+            journal.take(&rel)?;
+            continue;
+        };
+        let entries = journal.take(&rel)?;
+        let Some(raw) = read_optional(&path)? else {
+            continue;
+        };
+        let (meta, body, changed) = parse_with_pending(&raw, &entries, epoch());
+        if !changed {
+            continue;
+        }
+        let text = frontmatter::serialize(&meta.to_fields(), &body);
+        if let Err(e) = fsio::write_atomic(&path, text.as_bytes()) {
+            journal.restore(&rel, &entries);
+            return Err(e.into());
+        }
+        folded += 1;
+    }
+    Ok(folded)
+}
+
 fn epoch() -> DateTime<FixedOffset> {
     DateTime::UNIX_EPOCH.fixed_offset()
 }
@@ -1073,6 +1254,7 @@ pub fn apply_edits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-01-01T00:00:00.000+00:00").unwrap()
@@ -1117,6 +1299,105 @@ mod tests {
         assert_eq!(e.code(), "path_escapes_root");
         assert!(store.read("@human/out/x", now()).is_err());
         assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+    }
+
+    /// What one step of a random session does to a store.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Write(usize, String),
+        Read(usize),
+        Update(usize, String),
+        Crumple(usize),
+        Rename(usize, usize),
+        /// Another program writes a new note file (its own `createdAt`; `{}` is replaced).
+        Hand(usize, String),
+        Delete(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let name = 0usize..4;
+        prop_oneof![
+            (name.clone(), "[a-c ]{0,6}").prop_map(|(i, c)| Op::Write(i, c)),
+            name.clone().prop_map(Op::Read),
+            name.clone().prop_map(Op::Read),
+            (name.clone(), "[a-c]{1,3}").prop_map(|(i, c)| Op::Update(i, c)),
+            name.clone().prop_map(Op::Crumple),
+            (name.clone(), name.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+            (
+                name.clone(),
+                prop_oneof![
+                    Just("---\norigin: user\ncreatedAt: {}\n---\n\nhand".to_owned()),
+                    Just("---\ncreatedAt: {}\naccessCount: 2.5\n---\n\nx".to_owned()),
+                ]
+            )
+                .prop_map(|(i, c)| Op::Hand(i, c)),
+            name.prop_map(Op::Delete),
+        ]
+    }
+
+    fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut files = Vec::new();
+        walk(root, "", &mut files).unwrap();
+        files
+            .into_iter()
+            .map(|(rel, path)| (rel, fs::read(path).unwrap()))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// Deferring access bumps to the journal changes when they reach the file, never what:
+        /// after the same operations and a fold, every file is byte-identical to the store that
+        /// rewrote notes on every read, and every read returned the same metadata.
+        #[test]
+        fn deferred_access_bumps_fold_to_the_same_files(ops in proptest::collection::vec(op(), 1..40)) {
+            let eager_dir = tempfile::tempdir().unwrap();
+            let lazy_dir = tempfile::tempdir().unwrap();
+            let cache = tempfile::tempdir().unwrap();
+            let eager = store(eager_dir.path());
+            let lazy = store(lazy_dir.path()).with_cache_dir(Some(cache.path()));
+            let names = ["@human/a", "@human/d/b", "@self/c", "n"];
+            // Hand-written notes without createdAt, present from the start.
+            for root in [eager_dir.path(), lazy_dir.path()] {
+                fs::create_dir_all(root.join("human/d")).unwrap();
+                fs::write(root.join("human/d/b.md"), "---\norigin: user\n---\n\nhand").unwrap();
+                fs::create_dir_all(root.join("pi/session/s1")).unwrap();
+                fs::write(root.join("pi/session/s1/n.md"), "plain").unwrap();
+            }
+            for (step, op) in ops.iter().enumerate() {
+                let now = now() + chrono::Duration::milliseconds(1500 * step as i64);
+                for (store, root) in [(&eager, eager_dir.path()), (&lazy, lazy_dir.path())] {
+                    let path = |i: usize| store.physical(&store.address(names[i]).unwrap()).unwrap();
+                    match op {
+                        Op::Write(i, c) => { store.write(names[*i], c, None, now).unwrap(); }
+                        Op::Read(_) | Op::Hand(..) | Op::Delete(_) => {}
+                        Op::Update(i, c) => {
+                            let _ = store.update(names[*i], &[Edit { old_text: "a".into(), new_text: c.clone() }], UpdateOptions { replace_all: true, ..UpdateOptions::default() }, now);
+                        }
+                        Op::Crumple(i) => {
+                            let _ = store.update(names[*i], &[], UpdateOptions { crumpled: Some(true), ..UpdateOptions::default() }, now);
+                        }
+                        Op::Rename(a, b) => { let _ = store.rename(names[*a], names[*b], now); }
+                    }
+                    if let Op::Hand(i, c) = op {
+                        let created = format_stamp(now);
+                        fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
+                    }
+                    if let Op::Delete(i) = op {
+                        let _ = fs::remove_file(path(*i));
+                    }
+                    let _ = root;
+                }
+                if let Op::Read(i) = op {
+                    let a = eager.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    let b = lazy.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    proptest::prop_assert_eq!(a, b, "read {} at step {}", names[*i], step);
+                }
+            }
+            fold_pending_access(lazy_dir.path(), cache.path()).unwrap();
+            proptest::prop_assert_eq!(tree(eager_dir.path()), tree(lazy_dir.path()));
+        }
     }
 
     #[test]

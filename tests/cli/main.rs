@@ -10,3 +10,4 @@ mod doctor;
 mod dream;
 mod history;
 mod notes;
+mod notes_kill;
