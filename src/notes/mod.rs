@@ -17,6 +17,8 @@
 pub mod access;
 pub mod address;
 pub mod cache;
+#[cfg(test)]
+mod cache_equivalence;
 pub mod error;
 pub mod frontmatter;
 pub mod identity;

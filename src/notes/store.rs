@@ -12,7 +12,7 @@ use chrono::{DateTime, FixedOffset};
 
 use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
-use super::cache::root_cache_dir;
+use super::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
@@ -636,7 +636,13 @@ impl Store {
         let mut candidates = Vec::new();
         let mut home_failed = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
+        // Listings use the metadata cache (one per home); a search reads whole files anyway.
+        let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
+        let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
+        let mut seen: Vec<Vec<String>> = Vec::with_capacity(homes.len());
         for (index, home) in homes.iter().enumerate() {
+            caches.push(None);
+            seen.push(Vec::new());
             let home = match home {
                 Ok(home) => home,
                 Err(label) => {
@@ -649,11 +655,29 @@ impl Store {
             };
             let prefix = home.prefix();
             let mut files = Vec::new();
-            if walk(&dir, "", &mut files).is_err() {
+            let walked = if use_cache {
+                walk_stat(&dir, "", &mut files)
+            } else {
+                let mut plain = Vec::new();
+                let walked = walk(&dir, "", &mut plain);
+                files = plain
+                    .into_iter()
+                    .map(|(rel, path)| (rel, path, None))
+                    .collect();
+                walked
+            };
+            if walked.is_err() {
                 home_failed[index] = true;
                 continue;
             }
-            for (rel, path) in files {
+            if use_cache && let Some(cache_dir) = &self.cache {
+                caches[index] = Some(HomeCache::load(cache_dir, &self.identity.root, &dir));
+                seen[index] = files.iter().map(|(rel, _, _)| rel.clone()).collect();
+            }
+            for (rel, path, meta) in files {
+                if use_cache && meta.is_none() {
+                    continue; // vanished since the directory was read
+                }
                 let display = format!("{prefix}{rel}");
                 if plan
                     .pattern
@@ -667,12 +691,39 @@ impl Store {
                     rel,
                     display,
                     path,
+                    stat: meta.as_ref().map(FileStat::of),
                 });
             }
         }
         let outcomes = process_parallel(&candidates, |candidate, buf| {
-            examine(candidate, buf, &plan, scan)
+            examine(candidate, buf, &plan, scan, caches[candidate.home].as_ref())
         });
+        let mut learned: Vec<(usize, String, CacheEntry)> = Vec::new();
+        let outcomes: Vec<Examined> = outcomes
+            .into_iter()
+            .zip(&candidates)
+            .map(|((outcome, entry), candidate)| {
+                if let Some(entry) = entry {
+                    learned.push((candidate.home, candidate.rel.clone(), entry));
+                }
+                outcome
+            })
+            .collect();
+        for (home, rel, entry) in learned {
+            if let Some(cache) = caches[home].as_mut() {
+                cache.insert(rel, entry);
+            }
+        }
+        for (index, cache) in caches.iter_mut().enumerate() {
+            if let Some(cache) = cache
+                && !home_failed[index]
+            {
+                let seen: rustc_hash::FxHashSet<&str> =
+                    seen[index].iter().map(String::as_str).collect();
+                cache.retain_seen(&seen);
+                cache.save();
+            }
+        }
         let mut crumpled = vec![0usize; homes.len()];
         let mut hits = Vec::new();
         for (candidate, outcome) in candidates.into_iter().zip(outcomes) {
@@ -816,6 +867,8 @@ struct Candidate {
     rel: String,
     display: String,
     path: PathBuf,
+    /// Its `lstat`, taken by the walk when the metadata cache is used.
+    stat: Option<FileStat>,
 }
 
 enum Examined {
@@ -825,18 +878,69 @@ enum Examined {
     Hit(Box<NoteMeta>, Option<(Vec<LineMatch>, usize)>),
 }
 
-fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -> Examined {
-    let read = match scan {
-        // A listing needs only the frontmatter block: read the head of the file.
-        Scan::List => read_head_into(&candidate.path, buf),
-        Scan::Search(..) => read_into(&candidate.path, buf),
+/// Examine one candidate; with a cache (listings), also what the cache should learn.
+fn examine(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    cache: Option<&HomeCache>,
+) -> (Examined, Option<CacheEntry>) {
+    // The walk took the stat before anything is read: a file replaced in between is cached
+    // under its older stat, which no longer matches next time.
+    let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
+        return (examine_bytes(candidate, buf, plan, scan, None), None);
     };
-    match read {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Examined::Skip,
-        Err(_) => return Examined::Failed,
+    if let Some(entry) = cache.get(&candidate.rel, &stat) {
+        return (
+            examine_bytes(candidate, buf, plan, scan, Some(&entry.prefix)),
+            None,
+        );
     }
-    let crumpled = frontmatter::block_has_key(buf, "crumpledAt");
+    let outcome = examine_bytes(candidate, buf, plan, scan, None);
+    let learned = match outcome {
+        Examined::Failed | Examined::Skip if buf.is_empty() => None,
+        _ => frontmatter::block_prefix(buf).map(|prefix| CacheEntry {
+            stat,
+            prefix: prefix.into(),
+            chars: None,
+        }),
+    };
+    (outcome, learned)
+}
+
+/// Examine one candidate from its file (read into `buf`), or from the frontmatter prefix
+/// `known` the cache holds for it (listings only): the same bytes give the same answer.
+fn examine_bytes(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    known: Option<&[u8]>,
+) -> Examined {
+    let bytes: &[u8] = match known {
+        Some(prefix) => prefix,
+        None => {
+            let read = match scan {
+                // A listing needs only the frontmatter block: read the head of the file.
+                Scan::List => read_head_into(&candidate.path, buf),
+                Scan::Search(..) => read_into(&candidate.path, buf),
+            };
+            match read {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    buf.clear();
+                    return Examined::Skip;
+                }
+                Err(_) => {
+                    buf.clear();
+                    return Examined::Failed;
+                }
+            }
+            buf
+        }
+    };
+    let crumpled = frontmatter::block_has_key(bytes, "crumpledAt");
     if crumpled != plan.wastebasket {
         return if crumpled {
             Examined::Crumpled
@@ -846,7 +950,7 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
     }
     match scan {
         Scan::List => {
-            let fields = frontmatter::fields_of_bytes(buf);
+            let fields = frontmatter::fields_of_bytes(bytes);
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, epoch())), None)
         }
         Scan::Search(matcher, max) => {
@@ -854,10 +958,10 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
                 return Examined::Skip;
             };
             // Cheap rejection on the raw bytes: most notes cannot match at all.
-            if !bytes_re.is_match(buf) {
+            if !bytes_re.is_match(bytes) {
                 return Examined::Skip;
             }
-            let text = String::from_utf8_lossy(buf);
+            let text = String::from_utf8_lossy(bytes);
             let parsed = frontmatter::parse(&text);
             let (matches, total) = body_matches(text_re, &parsed.body, *max);
             if total == 0 {
@@ -964,6 +1068,35 @@ fn process_parallel<T: Sync, R: Send>(
 /// Regular `.md` files under `dir` (not following symlinks), as (`a/b.md`, path). A missing
 /// `dir` is empty. The one definition of which files are notes (the boot index uses it too).
 pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
+    walk_each(dir, rel, &mut |rel, path, _| {
+        out.push((rel, path));
+        Ok(())
+    })
+}
+
+/// [`walk`], with each file's `lstat` taken through its directory's handle (no path lookup per
+/// file); `None` for a file that vanished meanwhile.
+pub(crate) fn walk_stat(
+    dir: &Path,
+    rel: &str,
+    out: &mut Vec<(String, PathBuf, Option<fs::Metadata>)>,
+) -> io::Result<()> {
+    walk_each(dir, rel, &mut |rel, path, entry| {
+        let meta = match entry.metadata() {
+            Ok(meta) => Some(meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        out.push((rel, path, meta));
+        Ok(())
+    })
+}
+
+fn walk_each(
+    dir: &Path,
+    rel: &str,
+    found: &mut impl FnMut(String, PathBuf, &fs::DirEntry) -> io::Result<()>,
+) -> io::Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return Ok(()),
@@ -981,9 +1114,9 @@ pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> i
             format!("{rel}/{name}")
         };
         if kind.is_dir() {
-            walk(&entry.path(), &child_rel, out)?;
+            walk_each(&entry.path(), &child_rel, found)?;
         } else if kind.is_file() && name.ends_with(".md") {
-            out.push((child_rel, entry.path()));
+            found(child_rel, entry.path(), &entry)?;
         }
     }
     Ok(())

@@ -10,4 +10,5 @@ mod doctor;
 mod dream;
 mod history;
 mod notes;
+mod notes_cache;
 mod notes_kill;

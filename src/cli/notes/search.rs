@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{finish, parse_scope, prepare};
-use crate::cli::common::{CacheArgs, Exit, IdentityArgs, invalid_request};
+use crate::cli::common::{Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::wire::search_result;
 use crate::notes::{ErrorKind, NoteError, Query};
@@ -18,8 +18,6 @@ use crate::notes::{ErrorKind, NoteError, Query};
 pub struct Args {
     #[command(flatten)]
     pub identity: IdentityArgs,
-    #[command(flatten)]
-    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,8 +56,7 @@ fn queries(value: Value) -> Result<Vec<String>, NoteError> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, !args.cache.no_cache, ctx, io)?
-    {
+    let (request, store) = match prepare::<Request>(&args.identity, false, ctx, io)? {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };
