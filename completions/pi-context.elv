@@ -154,7 +154,6 @@ set edit:completion:arg-completer[pi-context] = {|@words|
         }
         &'pi-context;boot-render'= {
             cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
-            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --cwd 'Directory whose repository names the project home [default: the working directory]'
             cand --project-key 'Use this project key instead of deriving one from --cwd'
             cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
@@ -162,6 +161,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --window-id 'The window this boot opens [default: the session''s root window id]'
             cand --previous-window-id 'The window active before this one (omit for the root boot)'
             cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand --no-cache 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
             cand -h 'Print help (see more with ''--help'')'

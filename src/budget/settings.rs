@@ -141,6 +141,10 @@ impl Settings {
     /// The effective hard reserve for `model` (`"<provider>/<id>"`): the model's
     /// `compaction.modelOverrides[model].reserveTokens` when present and valid, else the
     /// ordinary reserve. An invalid entry for this model falls back with one warning.
+    #[allow(
+        clippy::expect_used,
+        reason = "an override entry was found, so a model id was given"
+    )]
     pub fn reserve_tokens_for(&self, model: Option<&str>) -> (u64, Option<String>) {
         let Some(entry) = model.and_then(|m| self.model_overrides.get(m)) else {
             return (self.reserve_tokens, None);

@@ -493,6 +493,10 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
 
 /// The stamp, suffixed `-2`, `-3`, … when a report of that name exists (two runs within one
 /// millisecond, or a fixed test clock).
+#[allow(
+    clippy::expect_used,
+    reason = "some suffix is free because the directory is finite"
+)]
 fn unique_stamp(home: &Path, base: &str) -> String {
     let taken = |s: &str| home.join("dreams").join(format!("{s}.md")).exists();
     if !taken(base) {
@@ -563,6 +567,10 @@ fn find_executable(program: &Path, path_var: &str) -> Option<PathBuf> {
         .find(|candidate| runnable(candidate))
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "status is set when the loop ended without ended_by"
+)]
 fn run_dreamer(
     args: &Args,
     ctx: &Ctx,
@@ -760,6 +768,7 @@ struct Captured {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+#[allow(clippy::expect_used, reason = "no panics while holding the buffer")]
 fn capture(pipe: Option<impl Read + Send + 'static>) -> Captured {
     let buffer = Arc::new(Mutex::new(Vec::new()));
     let thread = pipe.map(|mut pipe| {
@@ -782,6 +791,7 @@ fn capture(pipe: Option<impl Read + Send + 'static>) -> Captured {
 impl Captured {
     /// What was read, waiting briefly for the pipe to close (a straggler that escaped the
     /// process group could keep it open forever).
+    #[allow(clippy::expect_used, reason = "no panics while holding the buffer")]
     fn finish(mut self) -> String {
         if let Some(thread) = self.thread.take() {
             let deadline = Instant::now() + Duration::from_secs(2);

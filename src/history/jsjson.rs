@@ -48,6 +48,7 @@ fn write_value(out: &mut String, value: &Value) {
     }
 }
 
+#[allow(clippy::expect_used, reason = "a string always serialises")]
 fn write_string(out: &mut String, s: &str) {
     out.push_str(&serde_json::to_string(s).expect("a string always serialises"));
 }
@@ -81,6 +82,10 @@ pub fn number(n: &serde_json::Number) -> String {
 }
 
 /// JavaScript's shortest round-trip rendering of a double.
+#[allow(
+    clippy::expect_used,
+    reason = "{:e} always has an exponent; {:e} exponents are integers"
+)]
 pub fn js_double(x: f64) -> String {
     if x == 0.0 {
         return "0".into();

@@ -46,6 +46,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// Compile non-empty literal queries. `Err` when the pattern is too large to compile.
+    #[allow(clippy::expect_used, reason = "a fixed pattern compiles")]
     pub fn new(queries: &[String]) -> Result<Matcher, String> {
         let pattern = queries
             .iter()

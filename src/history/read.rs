@@ -242,6 +242,7 @@ fn render(data: &ReadData) -> String {
 }
 
 /// Read one event over an opened session.
+#[allow(clippy::expect_used, reason = "read data serialises")]
 pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, HistoryError> {
     let projection = &opened.projection;
     let seq = options.seq;

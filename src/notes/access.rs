@@ -211,7 +211,7 @@ pub fn matching<'a>(entries: &'a [Entry], created: Option<&Value>) -> Vec<&'a En
 /// each sets `lastAccessed` to its time and adds one to `accessCount`.
 pub fn apply(meta: &mut NoteMeta, reads: &[&Entry]) {
     for entry in reads {
-        if let Some(at) = parse_stamp(&Value::String(entry.at.clone()), meta.last_accessed) {
+        if let Some(at) = parse_stamp(&Value::String(entry.at.clone())) {
             meta.last_accessed = at;
         }
         meta.access_count += 1.0;

@@ -16,7 +16,7 @@ use super::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
-use super::note::{NoteMeta, Origin, format_stamp, parse_note, serialize_note};
+use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
 use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, body_matches, recency_order};
 use crate::fsio;
 
@@ -263,7 +263,7 @@ impl Store {
                         (meta, WriteOutcome::Created)
                     }
                     Some(raw) => {
-                        let (meta, _, _) = parse_with_pending(raw, &pending.entries, now);
+                        let (meta, _, _) = parse_with_pending(raw, &path, &pending.entries, now);
                         let outcome = if meta.is_crumpled() {
                             WriteOutcome::Uncrumpled
                         } else {
@@ -306,6 +306,7 @@ impl Store {
         now: DateTime<FixedOffset>,
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
+        address.check_path_cap()?;
         let path = self.physical(&address)?;
         if let Some(journal) = self.journal() {
             let Some(raw) = read_optional(&path)? else {
@@ -317,7 +318,8 @@ impl Store {
             if let Ok(earlier) = journal.record(&rel, created, now) {
                 let reads = access::matching(&earlier, created);
                 let first = access::first_time(&reads).unwrap_or(now);
-                let mut meta = NoteMeta::from_fields(&parsed.fields, first);
+                let fallback = stamp_fallback(&parsed.fields, &path, first);
+                let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
                 access::apply(&mut meta, &reads);
                 meta.last_accessed = now;
                 meta.access_count += 1.0;
@@ -334,7 +336,7 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Ok(None);
         };
-        let (mut meta, body) = parse_note(&raw, now);
+        let (mut meta, body) = parse_note_at(&raw, &path, now);
         meta.last_accessed = now;
         meta.access_count += 1.0;
         let text = frontmatter::serialize(&meta.to_fields(), &body);
@@ -352,8 +354,7 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Ok(None);
         };
-        // Timestamps missing from the file have no meaningful "now" here; the epoch marks them.
-        Ok(Some(parse_note(&raw, epoch())))
+        Ok(Some(parse_note_at(&raw, &path, epoch())))
     }
 
     /// The body of a home's top-level `MAP.md`, if it exists (read-only, no access bump).
@@ -410,7 +411,7 @@ impl Store {
         now: DateTime<FixedOffset>,
     ) -> Result<UpdateReceipt, NoteError> {
         let address = address.clone();
-        let (mut meta, body, folded) = parse_with_pending(raw, &pending.entries, now);
+        let (mut meta, body, folded) = parse_with_pending(raw, path, &pending.entries, now);
         // The file as the deferred reads would have left it (they rewrote it canonically).
         let raw = if folded {
             frontmatter::serialize(&meta.to_fields(), &body)
@@ -514,7 +515,7 @@ impl Store {
             let pending = self.take_pending(&from)?;
             // The replaced crumpled target's pending reads go with it.
             let _ = self.take_pending(&to)?;
-            let (mut meta, body, _) = parse_with_pending(&raw, &pending.entries, now);
+            let (mut meta, body, _) = parse_with_pending(&raw, &source, &pending.entries, now);
             match (from.home.scope, to.home.scope) {
                 (Scope::Session, Scope::Session) => {}
                 (_, Scope::Session) => {
@@ -630,6 +631,10 @@ impl Store {
         resolve_inside(&self.identity.root, &lexical)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "candidates only come from readable homes"
+    )]
     fn scan(&self, query: &Query, scan: &Scan) -> Result<Scanned, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
@@ -951,7 +956,8 @@ fn examine_bytes(
     match scan {
         Scan::List => {
             let fields = frontmatter::fields_of_bytes(bytes);
-            Examined::Hit(Box::new(NoteMeta::from_fields(&fields, epoch())), None)
+            let fallback = stamp_fallback(&fields, &candidate.path, epoch());
+            Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
         Scan::Search(matcher, max) => {
             let (Some(bytes_re), Some(text_re)) = (&matcher.bytes, &matcher.text) else {
@@ -967,7 +973,8 @@ fn examine_bytes(
             if total == 0 {
                 return Examined::Skip;
             }
-            let meta = NoteMeta::from_fields(&parsed.fields, epoch());
+            let fallback = stamp_fallback(&parsed.fields, &candidate.path, epoch());
+            let meta = NoteMeta::from_fields(&parsed.fields, fallback);
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
     }
@@ -1029,6 +1036,10 @@ fn read_to_end_plain(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize) -> 
 }
 
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
+#[allow(
+    clippy::expect_used,
+    reason = "scan workers do not panic because they only read"
+)]
 fn process_parallel<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T, &mut Vec<u8>) -> R + Sync,
@@ -1212,14 +1223,17 @@ struct Pending {
 /// as the reads would have left the file; the flag says whether any read was folded.
 fn parse_with_pending(
     raw: &str,
+    path: &Path,
     entries: &[Entry],
     now: DateTime<FixedOffset>,
 ) -> (NoteMeta, String, bool) {
     let parsed = frontmatter::parse(raw);
     let reads = access::matching(entries, parsed.fields.get("createdAt"));
-    // A timestamp missing from the file was filled by the first read that rewrote it.
+    // A timestamp missing from the file was filled by the first read that rewrote it (from
+    // the file's time, which reads no longer change, in that read's offset).
     let first = access::first_time(&reads).unwrap_or(now);
-    let mut meta = NoteMeta::from_fields(&parsed.fields, first);
+    let fallback = stamp_fallback(&parsed.fields, path, first);
+    let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
     access::apply(&mut meta, &reads);
     (meta, parsed.body.into_owned(), !reads.is_empty())
 }
@@ -1256,7 +1270,7 @@ pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteE
         let Some(raw) = read_optional(&path)? else {
             continue;
         };
-        let (meta, body, changed) = parse_with_pending(&raw, &entries, epoch());
+        let (meta, body, changed) = parse_with_pending(&raw, &path, &entries, epoch());
         if !changed {
             continue;
         }
@@ -1272,6 +1286,36 @@ pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteE
 
 fn epoch() -> DateTime<FixedOffset> {
     DateTime::UNIX_EPOCH.fixed_offset()
+}
+
+/// Parse a note file read from `path`; a timestamp it lacks (or that is not a date) takes the
+/// file's modification time, the truest date the filesystem has for a hand-written note.
+fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
+    let parsed = frontmatter::parse(raw);
+    let fallback = stamp_fallback(&parsed.fields, path, now);
+    (
+        NoteMeta::from_fields(&parsed.fields, fallback),
+        parsed.body.into_owned(),
+    )
+}
+
+/// What a missing or unreadable timestamp of the note at `path` becomes: the file's
+/// modification time (in `otherwise`'s offset), or `otherwise` when the file cannot be
+/// stat'ed. The stat happens only when some timestamp needs it, so well-formed notes cost
+/// nothing extra.
+fn stamp_fallback(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    path: &Path,
+    otherwise: DateTime<FixedOffset>,
+) -> DateTime<FixedOffset> {
+    if NoteMeta::has_all_stamps(fields) {
+        return otherwise;
+    }
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(|t| DateTime::<chrono::Utc>::from(t).with_timezone(otherwise.offset()))
+        .unwrap_or(otherwise)
 }
 
 fn exists(path: &Path) -> Result<bool, NoteError> {

@@ -202,6 +202,7 @@ impl Session {
     /// Open and read a session file, also testing the raw bytes of every entry line with
     /// `line_test` while streaming; the result holds one flag per entry. Search uses this to
     /// test lines cheaply without a second pass over the file.
+    #[allow(clippy::expect_used, reason = "a chunk decoder does not panic")]
     pub fn open_testing_lines(
         path: &Path,
         line_test: &(dyn Fn(&[u8]) -> bool + Sync),
@@ -382,6 +383,10 @@ impl Session {
 
     /// The raw bytes of one entry's line, re-read from the file (earlier lines never change
     /// while Pi appends).
+    #[allow(
+        clippy::expect_used,
+        reason = "a line fits in memory because it was read"
+    )]
     pub fn raw_line(&self, index: usize) -> Result<Vec<u8>, SessionError> {
         use std::os::unix::fs::FileExt;
         let entry = &self.entries[index];
@@ -451,6 +456,7 @@ struct Chunk {
 }
 
 /// `chunks + 1` file offsets: 0, the starts of lines near each `k * size / chunks`, and `size`.
+#[allow(clippy::expect_used, reason = "bounds start with 0; non-empty")]
 fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     let mut bounds = vec![0u64];
