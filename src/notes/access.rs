@@ -30,9 +30,24 @@ pub struct Entry {
     pub path: String,
     /// The raw `createdAt` value of the note that was read (`null` when it had none).
     pub created: Option<Value>,
-    /// When it was read.
+    /// When it was read (the last of them, for a compacted entry).
     pub at: String,
+    /// How many reads this entry stands for (more than one after compaction).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
 }
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
+/// A note read this many times without a write has its journal compacted to one entry per
+/// `createdAt`, so a read never parses an unbounded journal.
+const COMPACT_AT: usize = 64;
 
 /// The access journal of one notes root.
 #[derive(Debug, Clone)]
@@ -68,6 +83,7 @@ impl Journal {
             path: rel.to_owned(),
             created: created.cloned(),
             at: format_stamp(at),
+            count: 1,
         };
         let mut line = serde_json::to_vec(&entry).map_err(io::Error::other)?;
         line.push(b'\n');
@@ -82,6 +98,23 @@ impl Journal {
                 continue; // taken (unlinked) while we waited: append to the new file
             }
             let (earlier, clean_end) = read_entries(&mut file, rel)?;
+            if earlier.len() >= COMPACT_AT {
+                // Replace the file (we hold its lock; waiting readers see it unlinked and retry).
+                let mut all = compact(&earlier);
+                all.push(entry);
+                let mut text = Vec::new();
+                for e in &all {
+                    text.extend(serde_json::to_vec(e).map_err(io::Error::other)?);
+                    text.push(b'\n');
+                }
+                let mut tmp = tempfile::Builder::new()
+                    .prefix(".compact.")
+                    .suffix(".tmp")
+                    .tempfile_in(&self.dir)?;
+                tmp.write_all(&text)?;
+                tmp.persist(&path).map_err(|e| e.error)?;
+                return Ok(earlier);
+            }
             if !clean_end {
                 // A torn line from a crash: start ours on a line of its own.
                 line.insert(0, b'\n');
@@ -199,6 +232,21 @@ fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
     }
 }
 
+/// One entry per `createdAt` value (in first-seen order): the reads summed, the last time kept.
+fn compact(entries: &[Entry]) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for e in entries {
+        match out.iter_mut().find(|o| o.created == e.created) {
+            Some(o) => {
+                o.count += e.count;
+                o.at = e.at.clone();
+            }
+            None => out.push(e.clone()),
+        }
+    }
+    out
+}
+
 /// The entries that belong to a note whose raw `createdAt` is `created`.
 pub fn matching<'a>(entries: &'a [Entry], created: Option<&Value>) -> Vec<&'a Entry> {
     entries
@@ -214,7 +262,7 @@ pub fn apply(meta: &mut NoteMeta, reads: &[&Entry]) {
         if let Some(at) = parse_stamp(&Value::String(entry.at.clone())) {
             meta.last_accessed = at;
         }
-        meta.access_count += 1.0;
+        meta.access_count += entry.count as f64;
     }
 }
 
@@ -267,6 +315,32 @@ mod tests {
         assert_eq!(
             format_stamp(meta.last_accessed),
             "2026-01-03T00:00:00.000+00:00"
+        );
+    }
+
+    #[test]
+    fn a_long_journal_is_compacted_without_losing_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::new(dir.path());
+        let created = Value::String("c".into());
+        for i in 0..200 {
+            journal
+                .record(
+                    "x.md",
+                    Some(&created),
+                    at("2026-01-02T00:00:00Z") + chrono::Duration::seconds(i),
+                )
+                .unwrap();
+        }
+        let text = fs::read_to_string(journal.file("x.md")).unwrap();
+        assert!(text.lines().count() < COMPACT_AT + 2, "{text}");
+        let taken = journal.take("x.md").unwrap();
+        let mut meta = NoteMeta::new(super::super::Origin::Myself, at("2026-01-01T00:00:00Z"));
+        apply(&mut meta, &matching(&taken, Some(&created)));
+        assert_eq!(meta.access_count, 200.0);
+        assert_eq!(
+            format_stamp(meta.last_accessed),
+            "2026-01-02T00:03:19.000+00:00"
         );
     }
 

@@ -93,6 +93,7 @@ pub struct Entry {
 /// The cache of one home, loaded once per command.
 #[derive(Debug)]
 pub struct HomeCache {
+    dir: PathBuf,
     file: PathBuf,
     root: String,
     home: String,
@@ -112,10 +113,10 @@ impl HomeCache {
             .strip_prefix(root)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| home_dir.to_string_lossy().into_owned());
-        let file = root_cache_dir
-            .join("homes")
-            .join(format!("{}.cache", hex16(home.as_bytes())));
+        let dir = root_cache_dir.join("homes");
+        let file = dir.join(format!("{}.cache", hex16(home.as_bytes())));
         let mut cache = HomeCache {
+            dir,
             file,
             root: root_text,
             home,
@@ -177,7 +178,7 @@ impl HomeCache {
     }
 
     fn write(&self) -> io::Result<()> {
-        let dir = self.file.parent().expect("cache files live in a directory");
+        let dir = &self.dir;
         fs::create_dir_all(dir)?;
         let bytes = encode(&self.entries, &self.root, &self.home);
         let mut tmp = tempfile::Builder::new()
