@@ -1541,6 +1541,12 @@ mod tests {
                 fs::write(root.join("human/d/b.md"), "---\norigin: user\n---\n\nhand").unwrap();
                 fs::create_dir_all(root.join("pi/session/s1")).unwrap();
                 fs::write(root.join("pi/session/s1/n.md"), "plain").unwrap();
+                // Missing stamps fall back to the file time: the same in both trees.
+                for hand in ["human/d/b.md", "pi/session/s1/n.md"] {
+                    fs::File::options().write(true).open(root.join(hand)).unwrap()
+                        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600))
+                        .unwrap();
+                }
             }
             for (step, op) in ops.iter().enumerate() {
                 let now = now() + chrono::Duration::milliseconds(1500 * step as i64);
@@ -1560,6 +1566,10 @@ mod tests {
                     if let Op::Hand(i, c) = op {
                         let created = format_stamp(now);
                         fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
+                        // Its missing stamps fall back to its file time: the same in both trees.
+                        fs::File::options().write(true).open(path(*i)).unwrap()
+                            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600 + step as u64))
+                            .unwrap();
                     }
                     if let Op::Delete(i) = op {
                         let _ = fs::remove_file(path(*i));
