@@ -17,6 +17,8 @@ pub mod envelope;
 pub mod fsio;
 pub mod history;
 pub mod notes;
+pub mod protocol;
 pub mod session;
 pub mod sync;
+pub mod window;
 pub mod words;

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::dream::artifacts;
 use crate::notes::{MAX_NOTE_BYTES, is_slug};
 
 pub use render::{Bounded, bound, render_text};
@@ -34,13 +35,13 @@ const MAX_NOTE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 const MAX_LOCK_BYTES: u64 = 256;
 
 /// Root entries that belong to dream and its audit, and legacy dream artifacts: not notes,
-/// never inspected (spec dream-doctor §12.2).
+/// never inspected (docs/spec/dream-doctor.md §12.2).
 const IGNORED_ROOT_ENTRIES: &[&str] = &[
-    ".git",
-    "dreams",
+    artifacts::GIT_DIR,
+    artifacts::REPORTS_DIR,
     "snapshots",
     "trash",
-    ".dream.lock.last-run",
+    artifacts::LAST_RUN_FILE,
 ];
 
 /// The stable machine code of one kind of problem. The wire form is the snake_case name
@@ -400,7 +401,7 @@ impl Walk {
             let abs = home.join(&entry.name);
             let rel = name.clone();
             match name.as_str() {
-                ".dream.lock" => self.lock(&abs, &rel, entry.kind),
+                artifacts::LOCK_FILE => self.lock(&abs, &rel, entry.kind),
                 n if IGNORED_ROOT_ENTRIES.contains(&n) => {}
                 "human" => {
                     if self.expect_dir(&rel, entry.kind) {
@@ -752,7 +753,7 @@ pub fn lock_content_is_valid(content: &[u8]) -> bool {
     pid_ok && uuid_ok
 }
 
-/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (spec dream-doctor §12.2).
+/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (docs/spec/dream-doctor.md §12.2).
 pub fn is_project_key(name: &str) -> bool {
     let bytes = name.as_bytes();
     bytes.len() >= 10 && {

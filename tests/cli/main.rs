@@ -12,4 +12,6 @@ mod first_hour;
 mod history;
 mod hostile;
 mod notes;
+mod notes_cache;
+mod notes_kill;
 mod sync;
