@@ -142,18 +142,14 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --format --help --version"
+        pi__context__subcmd__boot__subcmd__render)
+            opts="-h -V --notes-home --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --notes-home)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -185,6 +181,10 @@ _pi__context() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -196,7 +196,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__budget__subcmd__check)
+        pi__context__subcmd__budget__subcmd__check)
             opts="-h -V --agent-dir --cwd --untrusted-project --model --settings-only --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -226,7 +226,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__completions)
+        pi__context__subcmd__completions)
             opts="-h -V --format --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -244,7 +244,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__doctor)
+        pi__context__subcmd__doctor)
             opts="-h -V --notes-home --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -266,7 +266,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream)
+        pi__context__subcmd__dream)
             opts="-h -V --notes-home --dreamer --force --min-sessions --min-hours --timeout --pi-bin --agent-dir --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -312,7 +312,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__dream__subcmd__fs)
             opts="-h -V --notes-home --journal --format --help --version write edit delete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -338,7 +338,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help)
+        pi__context__subcmd__help)
             opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -352,7 +352,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__boot__subcmd__render)
+        pi__context__subcmd__help__subcmd__boot__subcmd__render)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -366,7 +366,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__budget__subcmd__check)
+        pi__context__subcmd__help__subcmd__budget__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -380,7 +380,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__completions)
+        pi__context__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -394,7 +394,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__doctor)
+        pi__context__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -408,7 +408,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream)
+        pi__context__subcmd__help__subcmd__dream)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -422,7 +422,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__help__subcmd__dream__subcmd__fs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -436,7 +436,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__help)
+        pi__context__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -450,7 +450,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__list)
+        pi__context__subcmd__help__subcmd__history__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -464,7 +464,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__read)
+        pi__context__subcmd__help__subcmd__history__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -478,7 +478,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__search)
+        pi__context__subcmd__help__subcmd__history__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -492,7 +492,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__windows)
+        pi__context__subcmd__help__subcmd__history__subcmd__windows)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -506,7 +506,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__list)
+        pi__context__subcmd__help__subcmd__notes__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -520,7 +520,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__read)
+        pi__context__subcmd__help__subcmd__notes__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -534,7 +534,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__search)
+        pi__context__subcmd__help__subcmd__notes__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -548,7 +548,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__update)
+        pi__context__subcmd__help__subcmd__notes__subcmd__update)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -562,7 +562,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__write)
+        pi__context__subcmd__help__subcmd__notes__subcmd__write)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -576,7 +576,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__project__subcmd__key)
+        pi__context__subcmd__help__subcmd__project__subcmd__key)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -590,7 +590,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__list)
+        pi__context__subcmd__history__subcmd__list)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -616,7 +616,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__read)
+        pi__context__subcmd__history__subcmd__read)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -642,7 +642,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__search)
+        pi__context__subcmd__history__subcmd__search)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -668,7 +668,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__windows)
+        pi__context__subcmd__history__subcmd__windows)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -694,7 +694,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__list)
+        pi__context__subcmd__notes__subcmd__list)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -736,7 +736,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__read)
+        pi__context__subcmd__notes__subcmd__read)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -778,7 +778,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__search)
+        pi__context__subcmd__notes__subcmd__search)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -820,7 +820,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__update)
+        pi__context__subcmd__notes__subcmd__update)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -862,7 +862,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__write)
+        pi__context__subcmd__notes__subcmd__write)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -904,7 +904,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__project__subcmd__key)
+        pi__context__subcmd__project__subcmd__key)
             opts="-h -V --cwd --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -152,7 +152,6 @@ set edit:completion:arg-completer[pi-context] = {|@words|
         }
         &'pi-context;boot-render'= {
             cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
-            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --cwd 'Directory whose repository names the project home [default: the working directory]'
             cand --project-key 'Use this project key instead of deriving one from --cwd'
             cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
@@ -160,6 +159,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --window-id 'The window this boot opens [default: the session''s root window id]'
             cand --previous-window-id 'The window active before this one (omit for the root boot)'
             cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

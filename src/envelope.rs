@@ -57,9 +57,16 @@ impl Refusal {
     }
 
     /// `error: <code>: <message>` plus ` <details as compact JSON>` when present: the text
-    /// form of every refusal, whatever the command.
+    /// form of every refusal, whatever the command. A message that opens by restating the code
+    /// in words (`invalid request: …` under `invalid_request`) loses that opening here, so the
+    /// text does not say it twice; the JSON message is left as it is.
     pub fn render_text(&self) -> String {
-        let mut text = format!("error: {}: {}", self.code, self.message);
+        let spoken = format!("{}: ", self.code.replace('_', " "));
+        let message = match self.message.get(..spoken.len()) {
+            Some(head) if head.eq_ignore_ascii_case(&spoken) => &self.message[spoken.len()..],
+            _ => self.message.as_str(),
+        };
+        let mut text = format!("error: {}: {message}", self.code);
         if let Some(details) = &self.details {
             text.push(' ');
             text.push_str(&serde_json::to_string(details).unwrap_or_default());
@@ -186,6 +193,26 @@ mod tests {
         assert_eq!(
             refusal.render_text(),
             r#"error: unknown_seq: no such seq {"seq":7}"#
+        );
+    }
+
+    #[test]
+    fn refusal_text_does_not_restate_the_code() {
+        let refusal = Refusal::plain("invalid_request", "invalid request: limit must be ≥ 1");
+        assert_eq!(
+            refusal.render_text(),
+            "error: invalid_request: limit must be ≥ 1"
+        );
+        assert_eq!(refusal.message, "invalid request: limit must be ≥ 1");
+        let other = Refusal::plain("invalid_request", "invalid requests are refused");
+        assert_eq!(
+            other.render_text(),
+            "error: invalid_request: invalid requests are refused"
+        );
+        // A multi-byte message shorter than the code's words must not panic.
+        assert_eq!(
+            Refusal::plain("io_error", "é").render_text(),
+            "error: io_error: é"
         );
     }
 

@@ -19,3 +19,4 @@ pub mod fsio;
 pub mod history;
 pub mod notes;
 pub mod session;
+pub mod words;

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::boot::ToolNames;
 use crate::budget::decision::{self, Policy, Usage, WindowFacts};
 use crate::budget::settings::{self, Settings, SettingsPaths};
-use crate::cli::common::{Exit, absolute_from, emit, read_request};
+use crate::cli::common::{Exit, absolute_from, emit, env_path, home_dir, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
@@ -187,19 +187,10 @@ fn settings_text(
 /// leading `~` is the home directory, as Pi expands it), else `~/.pi/agent`. Relative paths
 /// resolve against the working directory.
 pub fn resolve_agent_dir(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
-    let home = || {
-        ctx.var_non_empty("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"))
-    };
-    let chosen = match (flag, ctx.var_non_empty("PI_CODING_AGENT_DIR")) {
+    let chosen = match (flag, env_path(ctx, "PI_CODING_AGENT_DIR")) {
         (Some(path), _) => path.to_path_buf(),
-        (None, Some("~")) => home(),
-        (None, Some(env)) => match env.strip_prefix("~/") {
-            Some(rest) => home().join(rest),
-            None => PathBuf::from(env),
-        },
-        (None, None) => home().join(".pi").join("agent"),
+        (None, Some(env)) => env,
+        (None, None) => home_dir(ctx).join(".pi").join("agent"),
     };
     absolute_from(&ctx.cwd, &chosen)
 }

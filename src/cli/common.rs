@@ -270,21 +270,44 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty, else
-/// `~/.agents/notes`. Relative values resolve against the working directory.
+/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty (a leading `~`
+/// is the home directory, see [`env_path`]), else `~/.agents/notes`. Relative values resolve
+/// against the working directory.
 pub fn resolve_notes_home(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
-    let chosen = match (flag, ctx.var_non_empty("PI_NOTES_HOME")) {
+    let chosen = match (flag, env_path(ctx, "PI_NOTES_HOME")) {
         (Some(path), _) => path.to_path_buf(),
-        (None, Some(env)) => PathBuf::from(env),
-        (None, None) => {
-            let home = ctx
-                .var_non_empty("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/"));
-            home.join(".agents").join("notes")
-        }
+        (None, Some(env)) => env,
+        (None, None) => home_dir(ctx).join(".agents").join("notes"),
     };
     absolute_from(&ctx.cwd, &chosen)
+}
+
+/// `$HOME`, or `/` when it is unset or empty.
+pub fn home_dir(ctx: &Ctx) -> PathBuf {
+    ctx.var_non_empty("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// A path-valued environment variable (set and non-empty) with a leading `~` or `~/` expanded
+/// to the home directory, as Pi expands `PI_CODING_AGENT_DIR`. A quoted `PI_NOTES_HOME='~/x'`
+/// would otherwise name a directory called `~` under the working directory. `~user` forms are
+/// left alone (no user database lookups).
+pub fn env_path(ctx: &Ctx, name: &str) -> Option<PathBuf> {
+    let value = ctx.var_non_empty(name)?;
+    Some(expand_tilde(value, ctx))
+}
+
+/// `~` → the home directory, `~/rest` → the home directory joined with `rest`; anything else
+/// unchanged.
+pub fn expand_tilde(value: &str, ctx: &Ctx) -> PathBuf {
+    if value == "~" {
+        home_dir(ctx)
+    } else if let Some(rest) = value.strip_prefix("~/") {
+        home_dir(ctx).join(rest)
+    } else {
+        PathBuf::from(value)
+    }
 }
 
 /// The identity flags shared by every command that touches notes (`notes-*`, `boot-render`):
@@ -350,10 +373,10 @@ impl IdentityArgs {
 /// working directory. `None` when none of these can be named (no `HOME`): callers then work
 /// without a cache. A cache is never the truth, so nothing here creates or checks the directory.
 pub fn resolve_cache_dir(ctx: &Ctx) -> Option<PathBuf> {
-    let chosen = if let Some(dir) = ctx.var_non_empty("PI_CONTEXT_CACHE_DIR") {
-        PathBuf::from(dir)
-    } else if let Some(xdg) = ctx.var_non_empty("XDG_CACHE_HOME") {
-        PathBuf::from(xdg).join("pi-context")
+    let chosen = if let Some(dir) = env_path(ctx, "PI_CONTEXT_CACHE_DIR") {
+        dir
+    } else if let Some(xdg) = env_path(ctx, "XDG_CACHE_HOME") {
+        xdg.join("pi-context")
     } else {
         PathBuf::from(ctx.var_non_empty("HOME")?)
             .join(".cache")
@@ -407,6 +430,26 @@ mod tests {
             Some(PathBuf::from("/home/u/.cache/pi-context"))
         );
         assert_eq!(resolve_cache_dir(&ctx_with(&[])), None);
+    }
+
+    #[test]
+    fn a_leading_tilde_in_a_path_variable_is_the_home_directory() {
+        let ctx = ctx_with(&[
+            ("HOME", "/home/u"),
+            ("A", "~/notes"),
+            ("B", "~"),
+            ("C", "~other/x"),
+            ("D", "rel/~/x"),
+        ]);
+        assert_eq!(env_path(&ctx, "A"), Some(PathBuf::from("/home/u/notes")));
+        assert_eq!(env_path(&ctx, "B"), Some(PathBuf::from("/home/u")));
+        assert_eq!(env_path(&ctx, "C"), Some(PathBuf::from("~other/x")));
+        assert_eq!(env_path(&ctx, "D"), Some(PathBuf::from("rel/~/x")));
+        assert_eq!(env_path(&ctx, "UNSET"), None);
+        assert_eq!(
+            resolve_notes_home(None, &ctx_with(&[("HOME", "/h"), ("PI_NOTES_HOME", "~/n")])),
+            PathBuf::from("/h/n")
+        );
     }
 
     #[test]

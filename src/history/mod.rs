@@ -31,6 +31,7 @@ pub use read::ReadOptions;
 
 use crate::envelope::{Refusal, fits};
 use crate::session::{Session, SessionError};
+use crate::words::{plural, seq_range};
 use page::{PageSpec, RowSource, Visible};
 
 /// Default `limit` of list and search pages.
@@ -315,17 +316,16 @@ fn render_windows(data: &WindowsData) -> String {
     let mut lines = vec![format!("session {}", data.session_id)];
     for w in &data.windows {
         lines.push(format!(
-            "window {} | seqs {}-{} | {} events",
+            "window {} | {} | {}",
             w.window_id,
-            seq(w.first_seq),
-            seq(w.last_seq),
-            w.item_count
+            seq_range(&seq(w.first_seq), &seq(w.last_seq)),
+            plural(w.item_count, "event", "events")
         ));
     }
     if data.more > 0 {
         lines.push(format!(
-            "{} more windows not shown; history_list also reports window ids on events",
-            data.more
+            "{} not shown; history_list also reports window ids on events",
+            plural(data.more, "more window", "more windows")
         ));
     }
     let mut text = lines.join("\n");

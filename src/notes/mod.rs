@@ -15,6 +15,7 @@
 //! ```
 
 pub mod address;
+pub mod date;
 pub mod error;
 pub mod frontmatter;
 pub mod identity;

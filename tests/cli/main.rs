@@ -8,6 +8,7 @@ mod budget;
 mod completions;
 mod doctor;
 mod dream;
+mod first_hour;
 mod history;
 mod hostile;
 mod notes;
