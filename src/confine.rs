@@ -121,6 +121,15 @@ fn entry_kind(t: FileType) -> EntryKind {
     }
 }
 
+/// Seconds of a stat's modification time.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "st_mtime widths differ by platform"
+)]
+fn mtime_secs(stat: &rustix::fs::Stat) -> i64 {
+    stat.st_mtime as i64
+}
+
 /// An open directory under (or at) the notes root.
 #[derive(Debug)]
 pub struct Dir {
@@ -136,7 +145,10 @@ pub struct Inode {
 }
 
 fn inode_of(stat: &rustix::fs::Stat) -> Inode {
-    #[allow(clippy::unnecessary_cast, reason = "st_dev/st_ino widths differ by platform")]
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "st_dev/st_ino widths differ by platform"
+    )]
     Inode {
         dev: stat.st_dev as u64,
         ino: stat.st_ino as u64,
@@ -225,11 +237,35 @@ impl Dir {
     /// The modification time of `name` in milliseconds (not following it); `None` if missing.
     pub fn mtime_ms(&self, name: &OsStr) -> Result<Option<i64>, Error> {
         Ok(self.stat(name, "inspect")?.map(|s| {
-            #[allow(clippy::unnecessary_cast, reason = "st_mtime widths differ by platform")]
+            #[allow(
+                clippy::unnecessary_cast,
+                reason = "st_mtime widths differ by platform"
+            )]
             let secs = s.st_mtime as i64;
-            #[allow(clippy::unnecessary_cast, reason = "st_mtime_nsec widths differ by platform")]
+            #[allow(
+                clippy::unnecessary_cast,
+                reason = "st_mtime_nsec widths differ by platform"
+            )]
             let nanos = s.st_mtime_nsec as i64;
             secs.saturating_mul(1000).saturating_add(nanos / 1_000_000)
+        }))
+    }
+
+    /// The modification time of `name` at full precision (not following it); `None` if missing.
+    pub fn modified(&self, name: &OsStr) -> Result<Option<std::time::SystemTime>, Error> {
+        Ok(self.stat(name, "inspect")?.map(|s| {
+            #[allow(
+                clippy::unnecessary_cast,
+                reason = "st_mtime widths differ by platform"
+            )]
+            let (secs, nanos) = (s.st_mtime as i64, s.st_mtime_nsec as i64);
+            let offset =
+                std::time::Duration::new(secs.unsigned_abs(), nanos.clamp(0, 999_999_999) as u32);
+            if secs >= 0 {
+                std::time::UNIX_EPOCH + offset
+            } else {
+                std::time::UNIX_EPOCH - offset
+            }
         }))
     }
 
@@ -356,7 +392,7 @@ impl Dir {
         })();
         match result {
             Ok(made) => {
-                self.sweep_stale_temps(made.st_mtime as i64);
+                self.sweep_stale_temps(mtime_secs(&made));
                 Ok(())
             }
             Err(e) => {
@@ -412,7 +448,7 @@ impl Dir {
                 continue;
             };
             if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
-                && (stat.st_mtime as i64) < now_secs - STALE_TEMP_SECS
+                && mtime_secs(&stat) < now_secs - STALE_TEMP_SECS
             {
                 let _ = rustix::fs::unlinkat(&self.fd, &name, AtFlags::empty());
             }
@@ -600,9 +636,7 @@ pub fn is_temp_name(name: &OsStr) -> bool {
         return false;
     }
     let (stem, suffix) = rest.split_at(rest.len() - 7);
-    !stem.is_empty()
-        && suffix[0] == b'.'
-        && suffix[1..].iter().all(u8::is_ascii_alphanumeric)
+    !stem.is_empty() && suffix[0] == b'.' && suffix[1..].iter().all(u8::is_ascii_alphanumeric)
 }
 
 /// Six alphanumerics, different per call and per process (hash of a random per-process key,
@@ -639,10 +673,15 @@ mod tests {
         let e = dir.walk(&["a", "link"]).unwrap_err();
         assert_eq!(e.kind, Kind::Symlink);
         let mut created = Vec::new();
-        let e = dir.walk_create(&["a", "link", "x"], &mut created).unwrap_err();
+        let e = dir
+            .walk_create(&["a", "link", "x"], &mut created)
+            .unwrap_err();
         assert_eq!(e.kind, Kind::Symlink);
         let a = dir.walk(&["a"]).unwrap().unwrap();
-        assert_eq!(a.open_file(OsStr::new("file")).unwrap_err().kind, Kind::Symlink);
+        assert_eq!(
+            a.open_file(OsStr::new("file")).unwrap_err().kind,
+            Kind::Symlink
+        );
         assert!(fs::read_dir(out.path()).unwrap().next().is_none());
     }
 
@@ -667,8 +706,12 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let p = root.path();
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
-        for name in [".a.md.AbC123.tmp", ".a.md.xyz.tmp", "a.md.AbC123.tmp", ".fresh.md.Q1w2E3.tmp"]
-        {
+        for name in [
+            ".a.md.AbC123.tmp",
+            ".a.md.xyz.tmp",
+            "a.md.AbC123.tmp",
+            ".fresh.md.Q1w2E3.tmp",
+        ] {
             fs::write(p.join(name), "x").unwrap();
             if name != ".fresh.md.Q1w2E3.tmp" {
                 fs::File::options()
@@ -688,7 +731,12 @@ mod tests {
         left.sort();
         assert_eq!(
             left,
-            [".a.md.xyz.tmp", ".fresh.md.Q1w2E3.tmp", "a.md.AbC123.tmp", "b.md"]
+            [
+                ".a.md.xyz.tmp",
+                ".fresh.md.Q1w2E3.tmp",
+                "a.md.AbC123.tmp",
+                "b.md"
+            ]
         );
     }
 
@@ -712,8 +760,34 @@ mod tests {
         let both = lock_all(&[(&dir, OsStr::new("n.md")), (&dir, OsStr::new("m.md"))]).unwrap();
         assert_eq!(both.len(), 2);
         drop(both);
-        let missing =
-            lock_all(&[(&dir, OsStr::new("p.md")), (&dir, OsStr::new("q.md"))]).unwrap();
+        let missing = lock_all(&[(&dir, OsStr::new("p.md")), (&dir, OsStr::new("q.md"))]).unwrap();
         assert_eq!(missing.len(), 1);
+    }
+
+    #[test]
+    fn crossed_renames_do_not_deadlock() {
+        // b -> a and b -> c at once in one directory: a missing target locks the directory,
+        // an existing source its file; the global order keeps both processes from waiting
+        // on each other.
+        let root = tempfile::tempdir().unwrap();
+        fs::write(root.path().join("b.md"), "b").unwrap();
+        let threads: Vec<_> = ["a.md", "c.md"]
+            .into_iter()
+            .map(|target| {
+                let path = root.path().to_path_buf();
+                std::thread::spawn(move || {
+                    let dir = Dir::open_root(&path).unwrap().unwrap();
+                    for _ in 0..200 {
+                        let held =
+                            lock_all(&[(&dir, OsStr::new("b.md")), (&dir, OsStr::new(target))])
+                                .unwrap();
+                        drop(held);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }

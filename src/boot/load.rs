@@ -8,7 +8,7 @@
 //! file time until the newest `cap` rows are certain (see [`load_home`]).
 
 use std::cmp::Ordering;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -16,7 +16,12 @@ use serde_json::{Map, Value};
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
+use crate::notes::store::NoteFile;
 use crate::notes::{frontmatter, store};
+
+/// The stable code that starts the `unavailable` text of a home whose directory (or one
+/// between it and the notes root) is a symlink: it is never read through.
+pub const HOME_IS_SYMLINK: &str = "home_is_symlink";
 
 /// Where the five homes are and how their addresses are displayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +58,17 @@ impl Layout {
         }
     }
 
+    /// The home's directory as components under the root (opened without following symlinks).
+    pub fn home_components(&self, kind: HomeKind) -> Vec<&str> {
+        match kind {
+            HomeKind::Session => vec!["pi", "session", &self.session_id],
+            HomeKind::Project => vec!["project", &self.project_key],
+            HomeKind::Human => vec!["human"],
+            HomeKind::Agent => vec!["agents", &self.agent],
+            HomeKind::Model => vec!["models", &self.model],
+        }
+    }
+
     /// The displayed address prefix (concrete homes: `@agents/<slug>/`, `@models/<slug>/`).
     pub fn prefix(&self, kind: HomeKind) -> String {
         match kind {
@@ -75,10 +91,12 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
         let handles: Vec<_> = LOAD_ORDER
             .into_iter()
             .map(|kind| {
-                let dir = layout.home_dir(kind);
+                let components = layout.home_components(kind);
                 let prefix = layout.prefix(kind);
-                let handle =
-                    scope.spawn(move || load_home(&dir, &prefix, kind.cap(), opened_at_ms));
+                let root = &layout.root;
+                let handle = scope.spawn(move || {
+                    load_home_in(root, &components, &prefix, kind.cap(), opened_at_ms)
+                });
                 (kind, handle)
             })
             .collect();
@@ -108,7 +126,7 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
 struct Found {
     updated_at_ms: i64,
     address: String,
-    path: PathBuf,
+    file: NoteFile,
 }
 
 /// Recency order: newest first; ties by address compared case-insensitively, then bytewise.
@@ -121,7 +139,7 @@ fn recency(a: &Found, b: &Found) -> Ordering {
 /// One `.md` file found by the walk, before it is read.
 struct Candidate {
     vpath: String,
-    path: PathBuf,
+    file: NoteFile,
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
 }
@@ -136,34 +154,42 @@ struct Candidate {
 /// files are read newest mtime first and the walk stops as soon as no unread file can enter
 /// the newest `cap`: a boot reads a few dozen notes instead of the whole home.
 pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Result<HomeSnapshot> {
+    load_home_in(dir, &[] as &[&str], prefix, cap, now_ms)
+}
+
+/// [`load_home`] for the home `components` under the notes `root`, reached without following
+/// a symlink: a symlinked home (or directory between it and the root) is an error whose text
+/// starts with the stable code `home_is_symlink`, and is never read through.
+pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    components: &[S],
+    prefix: &str,
+    cap: usize,
+    now_ms: i64,
+) -> io::Result<HomeSnapshot> {
     let mut home = HomeSnapshot::default();
-    match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(home),
-        Err(e) => return Err(e),
-        Ok(meta) if !meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", dir.display()),
-            ));
+    let dir = match store::open_home(root, components) {
+        Ok(None) => return Ok(home),
+        Ok(Some(dir)) => dir,
+        Err(e) if e.kind == crate::confine::Kind::Symlink => {
+            return Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")));
         }
-        Ok(_) => {}
-    }
+        Err(e) => return Err(e.into()),
+    };
     let mut files = Vec::new();
-    store::walk(dir, "", &mut files)?;
+    store::walk(std::sync::Arc::new(dir), "", &mut files)?;
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
-    for (vpath, path) in files {
-        if vpath == "MAP.md" {
-            home.map = read_map(&path, prefix)?;
+    for file in files {
+        if file.rel == "MAP.md" {
+            home.map = read_map(&file, prefix)?;
             continue;
         }
-        let mtime_ms = match std::fs::symlink_metadata(&path) {
-            Ok(meta) => mtime_ms(&meta),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+        let Some(mtime_ms) = file.mtime_ms()? else {
+            continue;
         };
         candidates.push(Candidate {
-            vpath,
-            path,
+            vpath: file.rel.clone(),
+            file,
             mtime_ms,
         });
     }
@@ -185,7 +211,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         {
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
-        match store::read_head_into(&candidate.path, &mut head) {
+        match store::read_head_into(&candidate.file, &mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
@@ -198,7 +224,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         let found = Found {
             updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
             address: format!("{prefix}{}", candidate.vpath),
-            path: candidate.path,
+            file: candidate.file,
         };
         // Keep only the newest `cap`: a sorted insert into a tiny vector.
         let at = kept
@@ -212,7 +238,7 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
     // Bodies are read whole only for the rows shown (their code points are displayed).
     let mut recent = Vec::with_capacity(kept.len());
     for f in kept {
-        let chars = match read_body(&f.path)? {
+        let chars = match read_body(&f.file)? {
             Some(body) => body.chars().count(),
             None => continue,
         };
@@ -227,8 +253,8 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.
-fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
-    let Some(raw) = read_text(path)? else {
+fn read_map(file: &NoteFile, prefix: &str) -> io::Result<Option<MapNote>> {
+    let Some(raw) = read_text(file)? else {
         return Ok(None);
     };
     let (fields, body) = split_note(&raw);
@@ -241,22 +267,16 @@ fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
     }))
 }
 
-fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime()
-        .saturating_mul(1000)
-        .saturating_add(meta.mtime_nsec() / 1_000_000)
-}
-
 /// A note's body (frontmatter removed). `None` when the file vanished.
-fn read_body(path: &Path) -> io::Result<Option<String>> {
-    Ok(read_text(path)?.map(|raw| split_note(&raw).1.into_owned()))
+fn read_body(file: &NoteFile) -> io::Result<Option<String>> {
+    Ok(read_text(file)?.map(|raw| split_note(&raw).1.into_owned()))
 }
 
 /// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.
-fn read_text(path: &Path) -> io::Result<Option<String>> {
-    match std::fs::read(path) {
-        Ok(raw) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
+fn read_text(file: &NoteFile) -> io::Result<Option<String>> {
+    let mut raw = Vec::new();
+    match file.open().and_then(|mut f| f.read_to_end(&mut raw)) {
+        Ok(_) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
