@@ -73,12 +73,12 @@ pub fn emit_with_cause(
         Err(_) => Exit::Refused,
     };
     match ctx.format {
-        Format::Json => writeln!(io.stdout, "{}", reply.envelope())?,
+        Format::Json => writeln!(io.stdout, "{}", reply.wire())?,
         Format::Text => writeln!(io.stdout, "{}", reply.text)?,
         Format::Both => {
             let mut envelope = reply.envelope();
             envelope["text"] = json!(reply.text);
-            writeln!(io.stdout, "{envelope}")?;
+            writeln!(io.stdout, "{}", reply.print(&envelope))?;
         }
     }
     if exit == Exit::Internal
