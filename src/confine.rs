@@ -226,6 +226,11 @@ impl Dir {
             .map(|s| entry_kind(FileType::from_raw_mode(s.st_mode))))
     }
 
+    /// The `lstat` of `name` through this handle; `None` when it does not exist.
+    pub fn lstat(&self, name: &OsStr) -> Result<Option<rustix::fs::Stat>, Error> {
+        self.stat(name, "inspect")
+    }
+
     fn stat(&self, name: &OsStr, op: &'static str) -> Result<Option<rustix::fs::Stat>, Error> {
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => Ok(Some(stat)),
