@@ -1,6 +1,6 @@
 //! `pi-context budget-check`: the context-budget decision, and `--settings-only` for shell
-//! users. Also the one place that resolves where Pi's settings files are
-//! ([`resolve_settings_paths`], [`load_settings`]), reused by `dream`.
+//! users. Also the one place that resolves where Pi's agent directory and settings files are
+//! ([`resolve_agent_dir`], [`resolve_settings_paths`]), reused by `dream`.
 
 use std::path::{Path, PathBuf};
 
@@ -210,19 +210,4 @@ pub fn resolve_settings_paths(
             .join("settings.json")
     });
     (global, project)
-}
-
-/// Read both settings files and resolve them (see [`settings::load`]). `project_dir` is the
-/// directory whose `.pi/settings.json` applies (the invocation directory for `dream`).
-pub fn load_settings(
-    agent_dir: Option<&Path>,
-    project_dir: &Path,
-    project_trusted: bool,
-    ctx: &Ctx,
-) -> (Settings, Vec<String>) {
-    let (global, project) = resolve_settings_paths(agent_dir, project_dir, project_trusted, ctx);
-    settings::load(&SettingsPaths {
-        global: &global,
-        project: project.as_deref(),
-    })
 }
