@@ -2,23 +2,22 @@
 //! commit's tree into the home file by file ([`apply`]).
 //!
 //! [`apply`] is where "never overwrite a note someone just wrote" lives: each file is handled
-//! under the notes' own cross-process lock (`fsio::lock_path`, the lock every `notes-*`
+//! under the notes' own cross-process lock (`confine::Dir::lock`, the lock every `notes-*`
 //! write takes), its current bytes are compared with what the sync last recorded, and only
 //! an untouched file is replaced (atomically). A file changed meanwhile is merged with the
 //! incoming version like any other concurrent edit, and a conflict leaves the local bytes
 //! live with the incoming version beside them.
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs;
-use std::io;
-use std::path::{Component, Path};
+use std::ffi::OsStr;
+use std::path::Path;
 
 use git2::{FileMode, Oid, Repository, Tree, build::TreeUpdateBuilder};
 use serde_json::Value;
 
 use super::merge::{self, How, Merged};
 use super::{Conflict, SyncError, is_synced_path};
-use crate::fsio;
+use crate::confine;
 use crate::notes::frontmatter;
 
 /// The metadata key a conflict note carries: the file name of the live note beside it.
@@ -240,40 +239,19 @@ pub struct Applied {
     pub conflicts: Vec<Conflict>,
 }
 
-/// A path we may write: plain components only, none hidden, and no symlink on the way.
-fn safe_target(home: &Path, rel: &str) -> bool {
-    let rel_path = Path::new(rel);
-    if !rel_path
-        .components()
-        .all(|c| matches!(c, Component::Normal(s) if !s.to_string_lossy().starts_with('.')))
-    {
-        return false;
-    }
-    let mut dir = home.to_path_buf();
-    let parents: Vec<_> = rel_path.components().collect();
-    for component in &parents[..parents.len().saturating_sub(1)] {
-        dir.push(component.as_os_str());
-        match fs::symlink_metadata(&dir) {
-            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => return false,
-            _ => {}
-        }
-    }
-    match fs::symlink_metadata(home.join(rel)) {
-        Ok(m) => m.is_file(),
-        Err(_) => true,
-    }
-}
-
-fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+/// Why a path is skipped rather than written: something that is not a plain directory or
+/// file sits on its way (a symlink is never followed, see [`crate::confine`]).
+fn skipped(e: &confine::Error) -> bool {
+    matches!(
+        e.kind,
+        confine::Kind::Symlink | confine::Kind::NotADirectory | confine::Kind::NotAFile
+    )
 }
 
 /// Bring `to` into the home, file by file, where it differs from `from` (what the home held
-/// at the last record). Session homes are left alone unless `include_sessions`.
+/// at the last record). Session homes are left alone unless `include_sessions`. Every file is
+/// reached through the home's directory handle ([`crate::confine`]: no symlink followed) and
+/// handled under the same per-file lock the notes store takes.
 pub fn apply(
     repo: &Repository,
     home: &Path,
@@ -284,22 +262,45 @@ pub fn apply(
     stamp: &str,
 ) -> Result<Applied, SyncError> {
     let mut applied = Applied::default();
-    let io = |path: &Path, e: io::Error| SyncError::Io(format!("{}: {e}", path.display()));
+    let fail = |e: confine::Error| SyncError::Io(e.to_string());
+    let root = confine::Dir::create_root(home).map_err(fail)?;
+    let mut created = Vec::new();
     for (rel, old, new) in changes(repo, from, to)? {
         if !is_synced_path(&rel, include_sessions) || !is_blob(old) || !is_blob(new) {
             continue;
         }
-        if !safe_target(home, &rel) {
-            continue;
-        }
-        let path = home.join(&rel);
+        let parts: Vec<&str> = rel.split('/').collect();
+        let (name, dirs) = match parts.split_last() {
+            Some((name, dirs)) => (OsStr::new(*name), dirs),
+            None => continue,
+        };
         let expected = blob(repo, old)?;
         let desired = blob(repo, new)?;
-        let _lock = match desired {
-            Some(_) => Some(fsio::lock_path(&path).map_err(|e| io(&path, e))?),
-            None => fsio::lock_existing(&path).map_err(|e| io(&path, e))?,
+        let dir = match &desired {
+            Some(_) => root.walk_create(dirs, &mut created).map(Some),
+            None => root.walk(dirs),
         };
-        let current = read_optional(&path).map_err(|e| io(&path, e))?;
+        let dir = match dir {
+            Ok(Some(dir)) => dir,
+            Ok(None) => continue, // to be removed, and already gone
+            Err(e) if skipped(&e) => continue,
+            Err(e) => return Err(fail(e)),
+        };
+        let lock = match &desired {
+            Some(_) => dir.lock(name).map(Some),
+            None => dir.lock_existing(name),
+        };
+        let _lock = match lock {
+            Ok(Some(lock)) => lock,
+            Ok(None) => continue,
+            Err(e) if skipped(&e) => continue,
+            Err(e) => return Err(fail(e)),
+        };
+        let current = match dir.read(name) {
+            Ok(current) => current,
+            Err(e) if skipped(&e) => continue,
+            Err(e) => return Err(fail(e)),
+        };
         if current == desired {
             continue;
         }
@@ -323,16 +324,14 @@ pub fn apply(
                 ..
             } => {
                 if current.as_deref() != Some(&bytes[..]) {
-                    fsio::write_atomic(&path, &bytes).map_err(|e| io(&path, e))?;
+                    dir.write_atomic(name, &bytes).map_err(fail)?;
                     applied.changed += 1;
                 }
             }
             Merged::Clean { content: None, .. } => {
                 if current.is_some() {
-                    match fs::remove_file(&path) {
-                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io(&path, e)),
-                        _ => applied.changed += 1,
-                    }
+                    dir.remove_file(name).map_err(fail)?;
+                    applied.changed += 1;
                 }
             }
             Merged::Conflict {
@@ -341,12 +340,14 @@ pub fn apply(
                 key,
                 ..
             } => {
-                let conflict_rel = conflict_path(&rel, host, stamp, |p| home.join(p).exists());
-                let conflict_abs = home.join(&conflict_rel);
-                let _conflict_lock =
-                    fsio::lock_path(&conflict_abs).map_err(|e| io(&conflict_abs, e))?;
-                fsio::write_atomic(&conflict_abs, &conflict_note(&other, &rel))
-                    .map_err(|e| io(&conflict_abs, e))?;
+                let conflict_rel = conflict_path(&rel, host, stamp, |p| {
+                    let n = p.rsplit('/').next().unwrap_or(p);
+                    !matches!(dir.lstat(OsStr::new(n)), Ok(None))
+                });
+                let conflict_name = OsStr::new(conflict_rel.rsplit('/').next().unwrap_or(""));
+                let _conflict_lock = dir.lock(conflict_name).map_err(fail)?;
+                dir.write_atomic(conflict_name, &conflict_note(&other, &rel))
+                    .map_err(fail)?;
                 applied.conflicts.push(Conflict {
                     path: rel,
                     conflict_path: conflict_rel,
