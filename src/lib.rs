@@ -21,5 +21,8 @@ pub mod notes;
 pub mod protocol;
 pub mod session;
 pub mod sync;
+
+#[cfg(test)]
+mod robustness_proptests;
 pub mod window;
 pub mod words;
