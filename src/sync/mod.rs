@@ -263,6 +263,15 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
     if opts.branch.is_empty() || !git2::Reference::is_valid_name(&full) {
         return Err(SyncError::InvalidBranch(opts.branch.to_string()));
     }
+    // Name the remote before anything is created, so a refusal leaves the home as it was.
+    let existing = if opts.home.join(".git").is_dir() {
+        Repository::open(opts.home).ok()
+    } else {
+        None
+    };
+    let remote = remote::resolve(existing.as_ref(), opts.remote)?;
+    remote::check_transport(&remote.url)?;
+    drop(existing);
     fs::create_dir_all(opts.home).map_err(|e| {
         SyncError::Io(format!(
             "cannot create the notes home {}: {e}",
@@ -274,7 +283,7 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
         Err(lock::LockError::Held { path }) => return Err(SyncError::LockHeld { path }),
         Err(e) => return Err(SyncError::Io(e.to_string())),
     };
-    let result = run_locked(opts);
+    let result = run_locked(opts, remote);
     // Sync never touches the dream's sidecar, so both releases only remove the lock.
     let _ = held.release();
     result
@@ -368,11 +377,9 @@ struct Run<'r, 'o> {
     outcome: Outcome,
 }
 
-fn run_locked(opts: &Options) -> Result<Outcome, SyncError> {
+fn run_locked(opts: &Options, remote: RemoteInfo) -> Result<Outcome, SyncError> {
     let repo = audit::open_or_init(opts.home).map_err(|e| SyncError::Repository(e.0))?;
     clear_stale_git_locks(&repo);
-    let remote = remote::resolve(&repo, opts.remote)?;
-    remote::check_transport(&remote.url)?;
     let key = remote_key(&remote.url);
     let index = open_index(&repo)?;
     let mut run = Run {

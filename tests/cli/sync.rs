@@ -336,6 +336,10 @@ fn no_remote_is_refused_and_origin_or_the_setting_is_used() {
     let none = run(cmd, "");
     assert_eq!(none.code, 1, "{}", none.transcript());
     assert_eq!(none.json()["error"]["code"], "no_remote");
+    assert!(
+        !w.home("a").join(".git").exists(),
+        "a refusal creates nothing"
+    );
 
     // Pi's settings name the remote.
     let agent = w.path(".pi/agent");
