@@ -487,6 +487,9 @@ impl Run<'_, '_> {
     fn commit_local(&mut self) -> Result<Option<Oid>, SyncError> {
         let home = self.opts.home;
         let include = self.opts.include_sessions;
+        if include {
+            self.materialise_carried_sessions()?;
+        }
         // One scan of the home against the index (stat data first, a hash only when the
         // stat differs), refreshing the stat data of unchanged files so the next run need
         // not hash them again.
@@ -556,6 +559,45 @@ impl Run<'_, '_> {
         )?;
         self.outcome.local_commit = Some(id.to_string());
         Ok(Some(id))
+    }
+
+    /// Session notes the line carried while this home did not sync sessions were never
+    /// written here: their index entries still have the zero stat data `read_tree` gives.
+    /// Before the first run that syncs sessions, write those that are missing, so they are
+    /// not mistaken for local deletions (at worst a session note deleted here between two
+    /// runs comes back: nothing is lost).
+    fn materialise_carried_sessions(&mut self) -> Result<(), SyncError> {
+        let carried: Vec<(String, Oid)> = self
+            .index
+            .iter()
+            .filter(|e| e.mtime.seconds() == 0 && e.file_size == 0 && e.ctime.seconds() == 0)
+            .filter_map(|e| Some((String::from_utf8(e.path).ok()?, e.id)))
+            .filter(|(path, _)| path.starts_with("pi/session/") && is_synced_path(path, true))
+            .collect();
+        if carried.is_empty() {
+            return Ok(());
+        }
+        let fail = |e: crate::confine::Error| SyncError::Io(e.to_string());
+        let root = crate::confine::Dir::create_root(self.opts.home).map_err(fail)?;
+        let mut created = Vec::new();
+        for (path, id) in carried {
+            let parts: Vec<&str> = path.split('/').collect();
+            let Some((name, dirs)) = parts.split_last() else {
+                continue;
+            };
+            let name = std::ffi::OsStr::new(*name);
+            let Ok(dir) = root.walk_create(dirs, &mut created) else {
+                continue;
+            };
+            let Ok(_lock) = dir.lock(name) else {
+                continue;
+            };
+            if matches!(dir.lstat(name), Ok(None)) {
+                let blob = self.repo.find_blob(id)?;
+                dir.write_atomic(name, blob.content()).map_err(fail)?;
+            }
+        }
+        Ok(())
     }
 
     /// Bring the local line and the remote's tip together; the commit to push (or that both
