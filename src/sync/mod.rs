@@ -521,7 +521,19 @@ impl Run<'_, '_> {
             let regular =
                 present && fs::symlink_metadata(home.join(&path)).is_ok_and(|m| m.is_file());
             if regular {
-                self.index.add_path(Path::new(&path))?;
+                // libgit2 reads the size it stat'ed; a note replaced between the scan and the
+                // read (a `notes-*` write right now) fails that read. Try again, and if the
+                // file keeps changing, leave it for the next run (it stays a local change).
+                let mut added = Err(git2::Error::from_str("not tried"));
+                for _ in 0..3 {
+                    added = self.index.add_path(Path::new(&path));
+                    if added.is_ok() {
+                        break;
+                    }
+                }
+                if added.is_err() && !home.join(&path).exists() {
+                    let _ = self.index.remove_path(Path::new(&path));
+                }
             } else {
                 match self.index.remove_path(Path::new(&path)) {
                     Err(e) if e.code() != git2::ErrorCode::NotFound => return Err(e.into()),
