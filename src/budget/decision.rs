@@ -213,7 +213,11 @@ pub fn reminder_text(left: u64, tools: &ToolNames) -> String {
          When your notes are ready, call {wipe} to start a fresh window; otherwise carry on and \
          keep them current.\n\
          </context_window_guidance>",
-        left = crate::words::plural(usize::try_from(left).unwrap_or(usize::MAX), "token", "tokens"),
+        left = crate::words::plural(
+            usize::try_from(left).unwrap_or(usize::MAX),
+            "token",
+            "tokens"
+        ),
         remaining = tools.remaining,
         notes = tools.notes,
         wipe = tools.wipe,
