@@ -17,5 +17,7 @@ pub mod envelope;
 pub mod fsio;
 pub mod history;
 pub mod notes;
+pub mod protocol;
 pub mod session;
+pub mod window;
 pub mod words;

@@ -17,8 +17,14 @@ export const SWITCH = "pi-context/switch";
 
 type Entry = SessionEntry;
 
+/** The first 8 code points of the session id (not UTF-16 units: the binary counts the same). */
+function sessionPrefix(sessionId: string): string {
+	return Array.from(sessionId).slice(0, 8).join("");
+}
+
+/** The root window id, `pcw:<first 8 code points of the session id>:root`. */
 export function rootWindowId(sessionId: string): string {
-	return `pcw:${sessionId.slice(0, 8)}:root`;
+	return `pcw:${sessionPrefix(sessionId)}:root`;
 }
 
 /** The marker's window id when `entry` is a valid reset marker, else undefined. */
@@ -57,7 +63,7 @@ export function previousWindowId(branch: readonly Entry[], index: number, sessio
 export function mintWindowId(branch: readonly Entry[], sessionId: string): string {
 	const taken = new Set(branch.map(markerWindowId).filter((w): w is string => w !== undefined));
 	for (;;) {
-		const id = `pcw:${sessionId.slice(0, 8)}:${randomUUID().slice(0, 8)}`;
+		const id = `pcw:${sessionPrefix(sessionId)}:${randomUUID().slice(0, 8)}`;
 		if (!taken.has(id)) return id;
 	}
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::dream::artifacts;
 use crate::notes::{MAX_NOTE_BYTES, is_slug};
 
 pub use render::{Bounded, bound, render_text};
@@ -36,11 +37,11 @@ const MAX_LOCK_BYTES: u64 = 256;
 /// Root entries that belong to dream and its audit, and legacy dream artifacts: not notes,
 /// never inspected (spec dream-doctor §12.2).
 const IGNORED_ROOT_ENTRIES: &[&str] = &[
-    ".git",
-    "dreams",
+    artifacts::GIT_DIR,
+    artifacts::REPORTS_DIR,
     "snapshots",
     "trash",
-    ".dream.lock.last-run",
+    artifacts::LAST_RUN_FILE,
 ];
 
 /// The stable machine code of one kind of problem. The wire form is the snake_case name
@@ -392,7 +393,7 @@ impl Walk {
             let abs = home.join(&entry.name);
             let rel = name.clone();
             match name.as_str() {
-                ".dream.lock" => self.lock(&abs, &rel, entry.kind),
+                artifacts::LOCK_FILE => self.lock(&abs, &rel, entry.kind),
                 n if IGNORED_ROOT_ENTRIES.contains(&n) => {}
                 "human" => {
                     if self.expect_dir(&rel, entry.kind) {

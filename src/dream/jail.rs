@@ -12,23 +12,16 @@ use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::fsio;
 use crate::notes::MAX_SEGMENT_BYTES;
 
 /// Top-level names the dreamer may never write: the audit repository, the reports, the lock.
-const PROTECTED_TOP: &[&str] = &[".git", "dreams", ".dream.lock", ".dream.lock.last-run"];
+const PROTECTED_TOP: &[&str] = super::artifacts::MACHINERY;
 
-/// One `{oldText, newText}` replacement, the shape of Pi's own `edit` tool.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Edit {
-    #[serde(rename = "oldText")]
-    pub old_text: String,
-    #[serde(rename = "newText")]
-    pub new_text: String,
-}
+/// One `{oldText, newText}` replacement (the shared wire shape).
+pub use crate::protocol::Edit;
 
 /// A refused jailed operation. Nothing on disk changed.
 #[derive(Debug)]

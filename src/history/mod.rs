@@ -20,6 +20,7 @@ pub mod page;
 pub mod projection;
 pub mod read;
 
+use crate::window::{PastEnd, Reading};
 use std::path::Path;
 
 use serde::Serialize;
@@ -84,8 +85,7 @@ pub enum HistoryError {
     InvalidOffset {
         seq: u64,
         window_id: String,
-        offset_chars: i64,
-        total_chars: usize,
+        past: PastEnd,
     },
 }
 
@@ -188,18 +188,15 @@ impl HistoryError {
             HistoryError::InvalidOffset {
                 seq,
                 window_id,
-                offset_chars,
-                total_chars,
+                past,
             } => Refusal::new(
                 code,
-                format!(
-                    "offset_chars {offset_chars} is past the end: the item has {total_chars} chars; the largest legal offset is {total_chars} (an empty end-read)"
-                ),
+                past.message(Reading::HistoryItem),
                 Some(json!({
                     "seq": seq,
                     "window_id": window_id,
-                    "offset_chars": offset_chars,
-                    "total_chars": total_chars,
+                    "offset_chars": past.offset_chars,
+                    "total_chars": past.total,
                 })),
             ),
         }

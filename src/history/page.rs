@@ -134,8 +134,12 @@ impl Page {
 pub fn push_skipped_note(text: &mut String, skipped: u64) {
     if skipped > 0 {
         text.push_str(&format!(
-            "\n\n[{skipped} malformed session line{} skipped]",
-            if skipped == 1 { "" } else { "s" }
+            "\n\n[{} skipped]",
+            plural(
+                usize::try_from(skipped).unwrap_or(usize::MAX),
+                "malformed session line",
+                "malformed session lines"
+            )
         ));
     }
 }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 use std::ops::Range;
 
+use crate::protocol::root_window_id;
 use crate::session::{EntryKind, Role, Session};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
@@ -101,12 +102,6 @@ pub struct Projection {
     pub branch_seqs: Vec<u64>,
     /// Consumed result seq → the call seq it is shown at.
     pub paired_results: HashMap<u64, u64>,
-}
-
-/// The root window id: `pcw:<first 8 chars of the session id>:root`.
-pub fn root_window_id(session_id: &str) -> String {
-    let prefix: String = session_id.chars().take(8).collect();
-    format!("pcw:{prefix}:root")
 }
 
 /// How many seqs an entry consumes (§2).

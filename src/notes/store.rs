@@ -72,12 +72,8 @@ pub struct ReadNote {
     pub body: String,
 }
 
-/// One `{oldText, newText}` edit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    pub old_text: String,
-    pub new_text: String,
-}
+/// One `{oldText, newText}` edit (the shared wire shape).
+pub use crate::protocol::Edit;
 
 /// Switches of an update besides its edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -23,7 +23,7 @@ pub struct Args {
 struct Request {
     address: String,
     #[serde(default)]
-    edits: Option<Vec<EditRequest>>,
+    edits: Option<Vec<Edit>>,
     #[serde(default)]
     origin: Option<Origin>,
     #[serde(default)]
@@ -34,29 +34,12 @@ struct Request {
     rename_to: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EditRequest {
-    #[serde(rename = "oldText")]
-    old_text: String,
-    #[serde(rename = "newText")]
-    new_text: String,
-}
-
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };
-    let edits: Vec<Edit> = request
-        .edits
-        .unwrap_or_default()
-        .into_iter()
-        .map(|e| Edit {
-            old_text: e.old_text,
-            new_text: e.new_text,
-        })
-        .collect();
+    let edits: Vec<Edit> = request.edits.unwrap_or_default();
     let rename_to = request.rename_to.filter(|r| !r.is_empty());
     let result = match rename_to {
         Some(target) => {
