@@ -1,4 +1,4 @@
-// The reset protocol of reset-lifecycle.md on Pi 1.6.0 hooks: the boot at each window head,
+// The reset protocol of docs/spec/reset-lifecycle.md on Pi 1.6.0 hooks: the boot at each window head,
 // the provider projection that sends only the active window, the four-entry reset boundary,
 // `/wipe-memory`, `wipe_memory`, the budget reminder/warning, the hard-reserve safety reset,
 // `/pi-context on|off`, `/compact` and `/tree` handling, notices, and startup repair of an
@@ -173,7 +173,7 @@ export class Lifecycle {
 		if (this.enabled) await this.ensureBoot(ctx);
 	}
 
-	// ---- boot ensure / repair (reset-lifecycle §9) ----------------------------------------
+	// ---- boot ensure / repair (docs/spec/reset-lifecycle.md §9) ----------------------------------------
 
 	async ensureBoot(ctx: ExtensionContext): Promise<void> {
 		const sm = ctx.sessionManager;
@@ -219,7 +219,7 @@ export class Lifecycle {
 		this.notify(ctx, notice, "warning");
 	}
 
-	// ---- reset construction (reset-lifecycle §8) -------------------------------------------
+	// ---- reset construction (docs/spec/reset-lifecycle.md §8) -------------------------------------------
 
 	/** The four drafts of a reset, or undefined when it could not (or must not) be built. */
 	private async buildReset(ctx: ExtensionContext): Promise<SessionBoundaryDraft[] | undefined> {
@@ -296,7 +296,7 @@ export class Lifecycle {
 		return undefined;
 	}
 
-	// ---- provider projection (reset-lifecycle §10, §7.4) -----------------------------------
+	// ---- provider projection (docs/spec/reset-lifecycle.md §10, §7.4) -----------------------------------
 
 	private onContextWithSystem(messages: Msg[], ctx: ExtensionContext): { messages: Msg[] } | undefined {
 		if (!this.active) return undefined;
@@ -343,7 +343,7 @@ export class Lifecycle {
 		return { messages: out };
 	}
 
-	// ---- turn_end: the sole composer (reset-lifecycle §7.1) --------------------------------
+	// ---- turn_end: the sole composer (docs/spec/reset-lifecycle.md §7.1) --------------------------------
 
 	private async onTurnEnd(
 		e: { entries: SessionBoundaryDraft[]; outcome: string; message: Msg; context: { pendingMessages: unknown[] } },

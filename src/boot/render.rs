@@ -237,8 +237,8 @@ Any other @ address is invalid. @ addresses name notes, never files: do not pass
     )
 }
 
-/// The continuation a host appends right after the boot of a reset window (reset-lifecycle
-/// §8, entry 4): the single piece of reset prose. Never part of a boot, so a root boot (no
+/// The continuation a host appends right after the boot of a reset window
+/// (docs/spec/reset-lifecycle.md §8, entry 4): the single piece of reset prose. Never part of a boot, so a root boot (no
 /// reset happened) never tells the model it woke up.
 pub fn continuation(tools: &ToolNames) -> String {
     let ToolNames {

@@ -404,7 +404,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            cwd: PathBuf::from("/work/dir"),
+            cwd: PathBuf::from("/home/u/dir"),
             now: chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap(),
             format: Format::Json,
         }
@@ -419,7 +419,7 @@ mod tests {
         ];
         assert_eq!(
             resolve_cache_dir(&ctx_with(&all)),
-            Some(PathBuf::from("/work/dir/rel/cache"))
+            Some(PathBuf::from("/home/u/dir/rel/cache"))
         );
         assert_eq!(
             resolve_cache_dir(&ctx_with(&all[1..])),

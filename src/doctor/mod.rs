@@ -35,7 +35,7 @@ const MAX_NOTE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 const MAX_LOCK_BYTES: u64 = 256;
 
 /// Root entries that belong to dream and its audit, and legacy dream artifacts: not notes,
-/// never inspected (spec dream-doctor §12.2).
+/// never inspected (docs/spec/dream-doctor.md §12.2).
 const IGNORED_ROOT_ENTRIES: &[&str] = &[
     artifacts::GIT_DIR,
     artifacts::REPORTS_DIR,
@@ -728,7 +728,7 @@ pub fn lock_content_is_valid(content: &[u8]) -> bool {
     pid_ok && uuid_ok
 }
 
-/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (spec dream-doctor §12.2).
+/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (docs/spec/dream-doctor.md §12.2).
 pub fn is_project_key(name: &str) -> bool {
     let bytes = name.as_bytes();
     bytes.len() >= 10 && {

@@ -1,5 +1,5 @@
 //! The history projection of a Pi session and the four history operations — windows, list,
-//! search, read — with their bounded results and model-facing texts (spec `history.md`,
+//! search, read — with their bounded results and model-facing texts (`docs/spec/history.md`,
 //! pi-context 0.35.0, snake_case wire fields). Each operation reads the session once through
 //! `crate::session`, projects the active branch from the light skeleton, and decodes full
 //! entries only for the events it shows (list, read) or that may match (search). It never
@@ -279,7 +279,7 @@ struct WindowsData<'a> {
     skipped_lines: u64,
 }
 
-/// `history-windows`: the windows of the active branch, oldest first (§9).
+/// `history-windows`: the windows of the active branch, oldest first (docs/spec/history.md §9).
 pub fn windows(path: &Path, leaf: Option<&str>) -> Result<Rendered, HistoryError> {
     let opened = open(path, leaf)?;
     windows_in(&opened)
@@ -394,7 +394,7 @@ fn created_at_fn(session: &Session) -> impl Fn(usize) -> Option<String> + '_ {
     move |entry| session.entries[entry].timestamp.clone()
 }
 
-/// `history-list`: one page of events (§13).
+/// `history-list`: one page of events (docs/spec/history.md §13).
 pub fn list(
     path: &Path,
     leaf: Option<&str>,
@@ -475,7 +475,7 @@ fn render_page(
 }
 
 /// `history-search`: events whose document contains any of `queries`, case-insensitively
-/// (§14). Lines are tested cheaply while the file streams, and only lines that may match are
+/// (docs/spec/history.md §14). Lines are tested cheaply while the file streams, and only lines that may match are
 /// decoded.
 pub fn search(
     path: &Path,
@@ -562,7 +562,7 @@ pub(crate) fn search_with(
     render_page(&opened, &mut loader, &vis, &[], options, false)
 }
 
-/// `history-read`: one event's document window (§15).
+/// `history-read`: one event's document window (docs/spec/history.md §15).
 pub fn read(
     path: &Path,
     leaf: Option<&str>,

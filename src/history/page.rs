@@ -1,4 +1,4 @@
-//! Paging for `history-list` and `history-search` (history.md §11–§13): candidate order from
+//! Paging for `history-list` and `history-search` (docs/spec/history.md §11–§13): candidate order from
 //! the `before`/`after` anchors, the greedy fit of whole pages against the one output budget,
 //! anchors, fold rows of the conversation view, first-row shrinking, and the page text. The
 //! JSON and the text of a page are rendered from the same rows, and every trial is judged by
@@ -49,7 +49,7 @@ pub struct NestedSummary {
     pub complete: bool,
 }
 
-/// One event row (§11.1), keys in wire order.
+/// One event row (docs/spec/history.md §11.1), keys in wire order.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct EventRow {
     pub seq: u64,
@@ -76,7 +76,7 @@ pub struct EventRow {
     pub tool_name_omitted: Option<bool>,
 }
 
-/// A fold row (§11.2).
+/// A fold row (docs/spec/history.md §11.2).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FoldRow {
     pub folded: bool,
@@ -105,7 +105,7 @@ pub struct Page {
 }
 
 impl Page {
-    /// The page text (§13).
+    /// The page text (docs/spec/history.md §13).
     pub fn render(&self) -> String {
         if self.items.is_empty() {
             let mut text = "no events match this selection".to_string();
@@ -327,7 +327,7 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
     })
 }
 
-/// Select one page (§12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
+/// Select one page (docs/spec/history.md §12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
 /// used only when `spec.fold`.
 #[allow(clippy::expect_used, reason = "kept is non-empty here; just pushed")]
 pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
@@ -436,7 +436,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     Ok((page, text))
 }
 
-/// §12.5: the longest content prefix that fits; failing that, drop the tool name.
+/// docs/spec/history.md §12.5: the longest content prefix that fits; failing that, drop the tool name.
 fn shrink(
     row: EventRow,
     assemble: &mut impl FnMut(&[EventRow]) -> Page,

@@ -1,4 +1,4 @@
-//! Property tests over generated sessions (history.md §18): older walks and range walks return
+//! Property tests over generated sessions (docs/spec/history.md §18): older walks and range walks return
 //! every visible event exactly once, anchors progress, folds partition the hidden events, and
 //! nothing off the active branch ever shows. The reference for branch isolation is a tiny
 //! independent model of seq allocation and the parent walk.

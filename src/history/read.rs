@@ -1,4 +1,4 @@
-//! `history-read` (history.md §15): the address checks in the spec's order, the bounded
+//! `history-read` (docs/spec/history.md §15): the address checks in the spec's order, the bounded
 //! execution metadata of tool events, and the largest document window that fits the budget,
 //! with its continuation footer outside the window text. Decodes only the lines of the one
 //! event read.

@@ -116,7 +116,7 @@ pub struct FilterFields {
 }
 
 impl FilterFields {
-    /// Validate into domain options (the schema checks of history.md §17).
+    /// Validate into domain options (the schema checks of docs/spec/history.md §17).
     pub fn options(&self) -> Result<ListOptions, String> {
         let defaults = ListOptions::default();
         let roles = match &self.roles {
