@@ -143,7 +143,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --session-id --format --help --version"
+            opts="-h -V --notes-home --cwd --project-key --agent --model --no-cache --window-id --previous-window-id --opened-at --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,7 +695,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__notes__subcmd__list)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -737,7 +737,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__notes__subcmd__read)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

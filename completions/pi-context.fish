@@ -66,6 +66,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l mod
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
@@ -88,6 +89,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l mod
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
@@ -147,6 +149,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l se
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l agent-dir -d 'Pi\'s agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR, else ~/.pi/agent]' -r -F

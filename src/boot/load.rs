@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
+use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
 use crate::notes::{frontmatter, store};
@@ -69,6 +70,18 @@ impl Layout {
 /// `updatedAt`; the ranking key `min(updatedAt, mtime)` then is the file time, as the store
 /// dates such a note.
 pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
+    load_snapshot_cached(layout, opened_at_ms, None)
+}
+
+/// [`load_snapshot`] with the notes metadata cache of the shared cache directory `cache_dir`
+/// (see `notes::cache`): unchanged note files are not opened. Same snapshot with or without it.
+pub fn load_snapshot_cached(
+    layout: &Layout,
+    opened_at_ms: i64,
+    cache_dir: Option<&Path>,
+) -> Snapshot {
+    let root_cache = cache_dir.map(|dir| root_cache_dir(dir, &layout.root));
+    let root_cache = root_cache.as_deref();
     let mut snapshot = Snapshot::empty(opened_at_ms);
     // One thread per home: the walk is dominated by open/read syscalls, which overlap well.
     // Results are placed by home, so the snapshot does not depend on thread timing.
@@ -78,8 +91,16 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
             .map(|kind| {
                 let dir = layout.home_dir(kind);
                 let prefix = layout.prefix(kind);
-                let handle =
-                    scope.spawn(move || load_home(&dir, &prefix, kind.cap(), opened_at_ms));
+                let root = &layout.root;
+                let handle = scope.spawn(move || {
+                    let mut cache = root_cache.map(|c| HomeCache::load(c, root, &dir));
+                    let home =
+                        load_home_cached(&dir, &prefix, kind.cap(), opened_at_ms, cache.as_mut());
+                    if let (Some(cache), Ok(_)) = (&cache, &home) {
+                        cache.save();
+                    }
+                    home
+                });
                 (kind, handle)
             })
             .collect();
@@ -110,6 +131,19 @@ struct Found {
     updated_at_ms: i64,
     address: String,
     path: PathBuf,
+    vpath: String,
+    stat: FileStat,
+}
+
+/// Keep only the newest `cap`: a sorted insert into a tiny vector.
+fn keep(kept: &mut Vec<Found>, cap: usize, found: Found) {
+    let at = kept
+        .binary_search_by(|probe| recency(probe, &found))
+        .unwrap_or_else(|i| i);
+    if at < cap {
+        kept.insert(at, found);
+        kept.truncate(cap);
+    }
 }
 
 /// Recency order: newest first; ties by address compared case-insensitively, then bytewise.
@@ -125,6 +159,7 @@ struct Candidate {
     path: PathBuf,
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
+    stat: FileStat,
 }
 
 /// Load one home directory. `Ok(empty)` when it does not exist.
@@ -137,6 +172,19 @@ struct Candidate {
 /// files are read newest mtime first and the walk stops as soon as no unread file can enter
 /// the newest `cap`: a boot reads a few dozen notes instead of the whole home.
 pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Result<HomeSnapshot> {
+    load_home_cached(dir, prefix, cap, now_ms, None)
+}
+
+/// [`load_home`] with a home's metadata cache: a note whose `stat` matches its entry is ranked
+/// from the cached frontmatter (no open), and its body's code points come from the entry when
+/// known; what is read is added to the cache.
+pub fn load_home_cached(
+    dir: &Path,
+    prefix: &str,
+    cap: usize,
+    now_ms: i64,
+    mut cache: Option<&mut HomeCache>,
+) -> io::Result<HomeSnapshot> {
     let mut home = HomeSnapshot::default();
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(home),
@@ -150,32 +198,57 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         Ok(_) => {}
     }
     let mut files = Vec::new();
-    store::walk(dir, "", &mut files)?;
+    store::walk_stat(dir, "", &mut files)?;
+    if let Some(cache) = cache.as_deref_mut() {
+        let seen: rustc_hash::FxHashSet<&str> =
+            files.iter().map(|(vpath, _, _)| vpath.as_str()).collect();
+        cache.retain_seen(&seen);
+    }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
-    for (vpath, path) in files {
+    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    for (vpath, path, meta) in files {
         if vpath == "MAP.md" {
             home.map = read_map(&path, prefix)?;
             continue;
         }
-        let mtime_ms = match std::fs::symlink_metadata(&path) {
-            Ok(meta) => mtime_ms(&meta),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+        let Some(meta) = meta else {
+            continue; // vanished since the directory was read
         };
+        let mtime_ms = mtime_ms(&meta);
+        let stat = FileStat::of(&meta);
+        if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
+            // Ranked from the cached block: exactly what reading its head would give.
+            home.note_files += 1;
+            let fields = frontmatter::fields_of_bytes(&entry.prefix);
+            if !fields.contains_key("crumpledAt") {
+                keep(
+                    &mut kept,
+                    cap,
+                    Found {
+                        updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
+                        address: format!("{prefix}{vpath}"),
+                        path,
+                        vpath,
+                        stat,
+                    },
+                );
+            }
+            continue;
+        }
         candidates.push(Candidate {
             vpath,
             path,
             mtime_ms,
+            stat,
         });
     }
-    home.note_files = candidates.len();
+    home.note_files += candidates.len();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
             .cmp(&a.mtime_ms)
             .then_with(|| a.vpath.cmp(&b.vpath))
     });
-    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
     let mut head = Vec::new();
     for candidate in candidates {
         let full = kept.len() >= cap;
@@ -191,31 +264,63 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         }
+        if let (Some(cache), Some(block)) = (cache.as_deref_mut(), frontmatter::block_prefix(&head))
+        {
+            cache.insert(
+                candidate.vpath.clone(),
+                CacheEntry {
+                    stat: candidate.stat,
+                    prefix: block.into(),
+                    chars: None,
+                },
+            );
+        }
         // As the store's listing decides it: the fields of the block, from the head alone.
         let fields = frontmatter::fields_of_bytes(&head);
         if fields.contains_key("crumpledAt") {
             continue;
         }
-        let found = Found {
-            updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
-            address: format!("{prefix}{}", candidate.vpath),
-            path: candidate.path,
-        };
-        // Keep only the newest `cap`: a sorted insert into a tiny vector.
-        let at = kept
-            .binary_search_by(|probe| recency(probe, &found))
-            .unwrap_or_else(|i| i);
-        if at < cap {
-            kept.insert(at, found);
-            kept.truncate(cap);
-        }
+        keep(
+            &mut kept,
+            cap,
+            Found {
+                updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
+                address: format!("{prefix}{}", candidate.vpath),
+                path: candidate.path,
+                vpath: candidate.vpath,
+                stat: candidate.stat,
+            },
+        );
     }
-    // Bodies are read whole only for the rows shown (their code points are displayed).
+    // Bodies are read whole only for the rows shown (their code points are displayed), unless
+    // the cache knows their count.
     let mut recent = Vec::with_capacity(kept.len());
     for f in kept {
-        let chars = match read_body(&f.path)? {
-            Some(body) => body.chars().count(),
-            None => continue,
+        let known = cache
+            .as_deref()
+            .and_then(|c| c.get(&f.vpath, &f.stat))
+            .and_then(|e| e.chars);
+        let chars = match known {
+            Some(chars) => chars as usize,
+            None => match read_text(&f.path)? {
+                Some(raw) => {
+                    let chars = split_note(&raw).1.chars().count();
+                    if let Some(cache) = cache.as_deref_mut()
+                        && let Some(block) = frontmatter::block_prefix(raw.as_bytes())
+                    {
+                        cache.insert(
+                            f.vpath.clone(),
+                            CacheEntry {
+                                stat: f.stat,
+                                prefix: block.into(),
+                                chars: Some(chars as u64),
+                            },
+                        );
+                    }
+                    chars
+                }
+                None => continue,
+            },
         };
         recent.push(NoteRow {
             address: f.address,
@@ -247,11 +352,6 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
     meta.mtime()
         .saturating_mul(1000)
         .saturating_add(meta.mtime_nsec() / 1_000_000)
-}
-
-/// A note's body (frontmatter removed). `None` when the file vanished.
-fn read_body(path: &Path) -> io::Result<Option<String>> {
-    Ok(read_text(path)?.map(|raw| split_note(&raw).1.into_owned()))
 }
 
 /// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.

@@ -368,6 +368,16 @@ impl IdentityArgs {
     }
 }
 
+/// `--no-cache`, for the commands the notes metadata cache or the access journal speeds up.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct CacheArgs {
+    /// Work without the cache directory: read every note file instead of trusting the notes
+    /// metadata cache (which is neither read nor written); notes-read then writes its access
+    /// bump into the note itself (durably) instead of the access journal.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
 /// The one cache directory (history index, notes metadata): `$PI_CONTEXT_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/pi-context`, else `~/.cache/pi-context`; relative values resolve against the
 /// working directory. `None` when none of these can be named (no `HOME`): callers then work

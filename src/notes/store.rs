@@ -10,7 +10,9 @@ use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, FixedOffset};
 
+use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
+use super::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
@@ -36,6 +38,9 @@ use crate::fsio;
 #[derive(Debug, Clone)]
 pub struct Store {
     identity: Identity,
+    /// This root's directory in the cache directory (metadata cache, access journal); `None`
+    /// works without either.
+    cache: Option<PathBuf>,
 }
 
 /// What a write did.
@@ -167,7 +172,50 @@ pub struct WithStatus<T> {
 
 impl Store {
     pub fn new(identity: Identity) -> Store {
-        Store { identity }
+        Store {
+            identity,
+            cache: None,
+        }
+    }
+
+    /// Use the shared cache directory `cache_dir` (the store keeps its metadata cache and its
+    /// access journal in a subdirectory per notes root); `None` works without them.
+    pub fn with_cache_dir(mut self, cache_dir: Option<&Path>) -> Store {
+        self.cache = cache_dir.map(|dir| root_cache_dir(dir, &self.identity.root));
+        self
+    }
+
+    fn journal(&self) -> Option<Journal> {
+        self.cache.as_deref().map(Journal::new)
+    }
+
+    /// The note's path relative to the notes root, as the access journal names it.
+    fn journal_rel(&self, address: &Address) -> Result<String, NoteError> {
+        let lexical = address.file_path(&self.identity)?;
+        let rel = lexical
+            .strip_prefix(&self.identity.root)
+            .map_err(|_| escape_error())?;
+        Ok(rel.to_string_lossy().into_owned())
+    }
+
+    /// Take the pending reads of a note (lock held) for folding into the file about to be
+    /// written; `None` entries without a journal.
+    fn take_pending(&self, address: &Address) -> Result<Pending, NoteError> {
+        let rel = self.journal_rel(address)?;
+        let entries = match self.journal() {
+            // An unreadable journal only loses access counts: never block a write on it.
+            Some(journal) => journal.take(&rel).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok(Pending { rel, entries })
+    }
+
+    fn restore_pending(&self, pending: &Pending) {
+        if let Some(journal) = self.journal()
+            && !pending.entries.is_empty()
+        {
+            journal.restore(&pending.rel, &pending.entries);
+        }
     }
 
     pub fn identity(&self) -> &Identity {
@@ -199,35 +247,42 @@ impl Store {
         let result = (|| {
             let _lock = fsio::lock_path(&path)?;
             let existing = read_optional(&path)?;
-            let (mut meta, outcome) = match &existing {
-                None => {
-                    let mut meta = NoteMeta::new(origin, now);
-                    if address.home.scope == Scope::Session {
-                        meta.other
-                            .insert("project".into(), self.identity.project_key.clone().into());
+            let pending = self.take_pending(&address)?;
+            let result = (|| {
+                let (mut meta, outcome) = match &existing {
+                    None => {
+                        let mut meta = NoteMeta::new(origin, now);
+                        if address.home.scope == Scope::Session {
+                            meta.other
+                                .insert("project".into(), self.identity.project_key.clone().into());
+                        }
+                        (meta, WriteOutcome::Created)
                     }
-                    (meta, WriteOutcome::Created)
-                }
-                Some(raw) => {
-                    let (meta, _) = parse_note_at(raw, &path, now);
-                    let outcome = if meta.is_crumpled() {
-                        WriteOutcome::Uncrumpled
-                    } else {
-                        WriteOutcome::Overwritten
-                    };
-                    (meta, outcome)
-                }
-            };
-            meta.origin = origin;
-            meta.crumpled_at = None;
-            meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&path, text.as_bytes())?;
-            Ok(WriteReceipt {
-                address: address.clone(),
-                outcome,
-                meta,
-            })
+                    Some(raw) => {
+                        let (meta, _, _) = parse_with_pending(raw, &path, &pending.entries, now);
+                        let outcome = if meta.is_crumpled() {
+                            WriteOutcome::Uncrumpled
+                        } else {
+                            WriteOutcome::Overwritten
+                        };
+                        (meta, outcome)
+                    }
+                };
+                meta.origin = origin;
+                meta.crumpled_at = None;
+                meta.updated_at = now;
+                let text = serialize_note(&meta, &body)?;
+                fsio::write_atomic(&path, text.as_bytes())?;
+                Ok(WriteReceipt {
+                    address: address.clone(),
+                    outcome,
+                    meta,
+                })
+            })();
+            if result.is_err() {
+                self.restore_pending(&pending);
+            }
+            result
         })();
         if result.is_err() {
             remove_created_dirs(&created_dirs);
@@ -235,8 +290,12 @@ impl Store {
         result
     }
 
-    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount` on
-    /// disk (under the lock), for any home, including crumpled and hand-written notes.
+    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount`, for
+    /// any home, including crumpled and hand-written notes. With a cache directory the bump goes
+    /// to the access journal (the note file is not written, nothing is flushed) and is folded
+    /// into the file by the note's next write, update or rename (or [`fold_pending_access`]);
+    /// the returned metadata includes it either way. Without one (or when the journal cannot
+    /// be written) the note is rewritten in place under its lock.
     pub fn read(
         &self,
         address: &str,
@@ -245,6 +304,28 @@ impl Store {
         let address = self.address(address)?;
         address.check_path_cap()?;
         let path = self.physical(&address)?;
+        if let Some(journal) = self.journal() {
+            let Some(raw) = read_optional(&path)? else {
+                return Ok(None);
+            };
+            let rel = self.journal_rel(&address)?;
+            let parsed = frontmatter::parse(&raw);
+            let created = parsed.fields.get("createdAt");
+            if let Ok(earlier) = journal.record(&rel, created, now) {
+                let reads = access::matching(&earlier, created);
+                let first = access::first_time(&reads).unwrap_or(now);
+                let fallback = stamp_fallback(&parsed.fields, &path, first);
+                let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
+                access::apply(&mut meta, &reads);
+                meta.last_accessed = now;
+                meta.access_count += 1.0;
+                return Ok(Some(ReadNote {
+                    address,
+                    meta,
+                    body: parsed.body.into_owned(),
+                }));
+            }
+        }
         let Some(_lock) = fsio::lock_existing(&path)? else {
             return Ok(None);
         };
@@ -306,7 +387,33 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Err(not_found());
         };
-        let (mut meta, body) = parse_note_at(&raw, &path, now);
+        let pending = self.take_pending(&address)?;
+        let result = self.update_locked(&address, &path, &raw, &pending, edits, options, now);
+        if result.is_err() {
+            self.restore_pending(&pending);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update_locked(
+        &self,
+        address: &Address,
+        path: &Path,
+        raw: &str,
+        pending: &Pending,
+        edits: &[Edit],
+        options: UpdateOptions,
+        now: DateTime<FixedOffset>,
+    ) -> Result<UpdateReceipt, NoteError> {
+        let address = address.clone();
+        let (mut meta, body, folded) = parse_with_pending(raw, path, &pending.entries, now);
+        // The file as the deferred reads would have left it (they rewrote it canonically).
+        let raw = if folded {
+            frontmatter::serialize(&meta.to_fields(), &body)
+        } else {
+            raw.to_owned()
+        };
         let before = meta.clone();
         let (next, applied) = apply_edits(&body, edits, options.replace_all)?;
         if let Some(origin) = options.origin {
@@ -348,7 +455,7 @@ impl Store {
                 after: String::new(),
             },
         };
-        fsio::write_atomic(&path, text.as_bytes())?;
+        fsio::write_atomic(path, text.as_bytes())?;
         Ok(UpdateReceipt {
             address,
             meta,
@@ -401,7 +508,10 @@ impl Store {
                     true
                 }
             };
-            let (mut meta, body) = parse_note_at(&raw, &source, now);
+            let pending = self.take_pending(&from)?;
+            // The replaced crumpled target's pending reads go with it.
+            let _ = self.take_pending(&to)?;
+            let (mut meta, body, _) = parse_with_pending(&raw, &source, &pending.entries, now);
             match (from.home.scope, to.home.scope) {
                 (Scope::Session, Scope::Session) => {}
                 (_, Scope::Session) => {
@@ -414,8 +524,12 @@ impl Store {
                 _ => {}
             }
             meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&target, text.as_bytes())?;
+            let written = serialize_note(&meta, &body)
+                .and_then(|text| Ok(fsio::write_atomic(&target, text.as_bytes())?));
+            if let Err(e) = written {
+                self.restore_pending(&pending);
+                return Err(e);
+            }
             fs::remove_file(&source)?;
             Ok(RenameReceipt {
                 from: from.clone(),
@@ -523,7 +637,13 @@ impl Store {
         let mut candidates = Vec::new();
         let mut home_failed = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
+        // Listings use the metadata cache (one per home); a search reads whole files anyway.
+        let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
+        let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
+        let mut seen: Vec<Vec<String>> = Vec::with_capacity(homes.len());
         for (index, home) in homes.iter().enumerate() {
+            caches.push(None);
+            seen.push(Vec::new());
             let home = match home {
                 Ok(home) => home,
                 Err(label) => {
@@ -536,11 +656,29 @@ impl Store {
             };
             let prefix = home.prefix();
             let mut files = Vec::new();
-            if walk(&dir, "", &mut files).is_err() {
+            let walked = if use_cache {
+                walk_stat(&dir, "", &mut files)
+            } else {
+                let mut plain = Vec::new();
+                let walked = walk(&dir, "", &mut plain);
+                files = plain
+                    .into_iter()
+                    .map(|(rel, path)| (rel, path, None))
+                    .collect();
+                walked
+            };
+            if walked.is_err() {
                 home_failed[index] = true;
                 continue;
             }
-            for (rel, path) in files {
+            if use_cache && let Some(cache_dir) = &self.cache {
+                caches[index] = Some(HomeCache::load(cache_dir, &self.identity.root, &dir));
+                seen[index] = files.iter().map(|(rel, _, _)| rel.clone()).collect();
+            }
+            for (rel, path, meta) in files {
+                if use_cache && meta.is_none() {
+                    continue; // vanished since the directory was read
+                }
                 let display = format!("{prefix}{rel}");
                 if plan
                     .pattern
@@ -554,12 +692,39 @@ impl Store {
                     rel,
                     display,
                     path,
+                    stat: meta.as_ref().map(FileStat::of),
                 });
             }
         }
         let outcomes = process_parallel(&candidates, |candidate, buf| {
-            examine(candidate, buf, &plan, scan)
+            examine(candidate, buf, &plan, scan, caches[candidate.home].as_ref())
         });
+        let mut learned: Vec<(usize, String, CacheEntry)> = Vec::new();
+        let outcomes: Vec<Examined> = outcomes
+            .into_iter()
+            .zip(&candidates)
+            .map(|((outcome, entry), candidate)| {
+                if let Some(entry) = entry {
+                    learned.push((candidate.home, candidate.rel.clone(), entry));
+                }
+                outcome
+            })
+            .collect();
+        for (home, rel, entry) in learned {
+            if let Some(cache) = caches[home].as_mut() {
+                cache.insert(rel, entry);
+            }
+        }
+        for (index, cache) in caches.iter_mut().enumerate() {
+            if let Some(cache) = cache
+                && !home_failed[index]
+            {
+                let seen: rustc_hash::FxHashSet<&str> =
+                    seen[index].iter().map(String::as_str).collect();
+                cache.retain_seen(&seen);
+                cache.save();
+            }
+        }
         let mut crumpled = vec![0usize; homes.len()];
         let mut hits = Vec::new();
         for (candidate, outcome) in candidates.into_iter().zip(outcomes) {
@@ -703,6 +868,8 @@ struct Candidate {
     rel: String,
     display: String,
     path: PathBuf,
+    /// Its `lstat`, taken by the walk when the metadata cache is used.
+    stat: Option<FileStat>,
 }
 
 enum Examined {
@@ -712,18 +879,69 @@ enum Examined {
     Hit(Box<NoteMeta>, Option<(Vec<LineMatch>, usize)>),
 }
 
-fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -> Examined {
-    let read = match scan {
-        // A listing needs only the frontmatter block: read the head of the file.
-        Scan::List => read_head_into(&candidate.path, buf),
-        Scan::Search(..) => read_into(&candidate.path, buf),
+/// Examine one candidate; with a cache (listings), also what the cache should learn.
+fn examine(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    cache: Option<&HomeCache>,
+) -> (Examined, Option<CacheEntry>) {
+    // The walk took the stat before anything is read: a file replaced in between is cached
+    // under its older stat, which no longer matches next time.
+    let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
+        return (examine_bytes(candidate, buf, plan, scan, None), None);
     };
-    match read {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Examined::Skip,
-        Err(_) => return Examined::Failed,
+    if let Some(entry) = cache.get(&candidate.rel, &stat) {
+        return (
+            examine_bytes(candidate, buf, plan, scan, Some(&entry.prefix)),
+            None,
+        );
     }
-    let crumpled = frontmatter::block_has_key(buf, "crumpledAt");
+    let outcome = examine_bytes(candidate, buf, plan, scan, None);
+    let learned = match outcome {
+        Examined::Failed | Examined::Skip if buf.is_empty() => None,
+        _ => frontmatter::block_prefix(buf).map(|prefix| CacheEntry {
+            stat,
+            prefix: prefix.into(),
+            chars: None,
+        }),
+    };
+    (outcome, learned)
+}
+
+/// Examine one candidate from its file (read into `buf`), or from the frontmatter prefix
+/// `known` the cache holds for it (listings only): the same bytes give the same answer.
+fn examine_bytes(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    known: Option<&[u8]>,
+) -> Examined {
+    let bytes: &[u8] = match known {
+        Some(prefix) => prefix,
+        None => {
+            let read = match scan {
+                // A listing needs only the frontmatter block: read the head of the file.
+                Scan::List => read_head_into(&candidate.path, buf),
+                Scan::Search(..) => read_into(&candidate.path, buf),
+            };
+            match read {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    buf.clear();
+                    return Examined::Skip;
+                }
+                Err(_) => {
+                    buf.clear();
+                    return Examined::Failed;
+                }
+            }
+            buf
+        }
+    };
+    let crumpled = frontmatter::block_has_key(bytes, "crumpledAt");
     if crumpled != plan.wastebasket {
         return if crumpled {
             Examined::Crumpled
@@ -733,7 +951,7 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
     }
     match scan {
         Scan::List => {
-            let fields = frontmatter::fields_of_bytes(buf);
+            let fields = frontmatter::fields_of_bytes(bytes);
             let fallback = stamp_fallback(&fields, &candidate.path, epoch());
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
@@ -742,10 +960,10 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
                 return Examined::Skip;
             };
             // Cheap rejection on the raw bytes: most notes cannot match at all.
-            if !bytes_re.is_match(buf) {
+            if !bytes_re.is_match(bytes) {
                 return Examined::Skip;
             }
-            let text = String::from_utf8_lossy(buf);
+            let text = String::from_utf8_lossy(bytes);
             let parsed = frontmatter::parse(&text);
             let (matches, total) = body_matches(text_re, &parsed.body, *max);
             if total == 0 {
@@ -857,6 +1075,35 @@ fn process_parallel<T: Sync, R: Send>(
 /// Regular `.md` files under `dir` (not following symlinks), as (`a/b.md`, path). A missing
 /// `dir` is empty. The one definition of which files are notes (the boot index uses it too).
 pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
+    walk_each(dir, rel, &mut |rel, path, _| {
+        out.push((rel, path));
+        Ok(())
+    })
+}
+
+/// [`walk`], with each file's `lstat` taken through its directory's handle (no path lookup per
+/// file); `None` for a file that vanished meanwhile.
+pub(crate) fn walk_stat(
+    dir: &Path,
+    rel: &str,
+    out: &mut Vec<(String, PathBuf, Option<fs::Metadata>)>,
+) -> io::Result<()> {
+    walk_each(dir, rel, &mut |rel, path, entry| {
+        let meta = match entry.metadata() {
+            Ok(meta) => Some(meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        out.push((rel, path, meta));
+        Ok(())
+    })
+}
+
+fn walk_each(
+    dir: &Path,
+    rel: &str,
+    found: &mut impl FnMut(String, PathBuf, &fs::DirEntry) -> io::Result<()>,
+) -> io::Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return Ok(()),
@@ -874,9 +1121,9 @@ pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> i
             format!("{rel}/{name}")
         };
         if kind.is_dir() {
-            walk(&entry.path(), &child_rel, out)?;
+            walk_each(&entry.path(), &child_rel, found)?;
         } else if kind.is_file() && name.ends_with(".md") {
-            out.push((child_rel, entry.path()));
+            found(child_rel, entry.path(), &entry)?;
         }
     }
     Ok(())
@@ -960,6 +1207,77 @@ fn escape_error() -> NoteError {
 
 fn not_found() -> NoteError {
     err(ErrorKind::NotFound, "note not found")
+}
+
+/// Pending reads taken from the access journal for one note.
+struct Pending {
+    rel: String,
+    entries: Vec<Entry>,
+}
+
+/// Parse a note and fold the pending reads that belong to it (same raw `createdAt`), exactly
+/// as the reads would have left the file; the flag says whether any read was folded.
+fn parse_with_pending(
+    raw: &str,
+    path: &Path,
+    entries: &[Entry],
+    now: DateTime<FixedOffset>,
+) -> (NoteMeta, String, bool) {
+    let parsed = frontmatter::parse(raw);
+    let reads = access::matching(entries, parsed.fields.get("createdAt"));
+    // A timestamp missing from the file was filled by the first read that rewrote it (from
+    // the file's time, which reads no longer change, in that read's offset).
+    let first = access::first_time(&reads).unwrap_or(now);
+    let fallback = stamp_fallback(&parsed.fields, path, first);
+    let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
+    access::apply(&mut meta, &reads);
+    (meta, parsed.body.into_owned(), !reads.is_empty())
+}
+
+/// Fold every pending read of the access journal of `root` (kept under `cache_dir`) into its
+/// note, each under the note's lock, with an atomic durable write: after this the files carry
+/// all access metadata (`dream` calls it before its baseline). Reads of notes that no longer
+/// exist, or that were replaced by a different note (another `createdAt`), are dropped.
+/// Returns how many notes were rewritten.
+pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteError> {
+    let journal = Journal::new(&root_cache_dir(cache_dir, root));
+    let mut folded = 0;
+    for rel in journal.pending_paths()? {
+        let safe = Path::new(&rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+            && rel.ends_with(".md");
+        if !safe {
+            journal.take(&rel)?;
+            continue;
+        }
+        let path = match resolve_inside(root, &root.join(&rel)) {
+            Ok(path) => path,
+            Err(_) => {
+                journal.take(&rel)?;
+                continue;
+            }
+        };
+        let Some(_lock) = fsio::lock_existing(&path)? else {
+            journal.take(&rel)?;
+            continue;
+        };
+        let entries = journal.take(&rel)?;
+        let Some(raw) = read_optional(&path)? else {
+            continue;
+        };
+        let (meta, body, changed) = parse_with_pending(&raw, &path, &entries, epoch());
+        if !changed {
+            continue;
+        }
+        let text = frontmatter::serialize(&meta.to_fields(), &body);
+        if let Err(e) = fsio::write_atomic(&path, text.as_bytes()) {
+            journal.restore(&rel, &entries);
+            return Err(e.into());
+        }
+        folded += 1;
+    }
+    Ok(folded)
 }
 
 fn epoch() -> DateTime<FixedOffset> {
@@ -1109,6 +1427,7 @@ pub fn apply_edits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-01-01T00:00:00.000+00:00").unwrap()
@@ -1153,6 +1472,115 @@ mod tests {
         assert_eq!(e.code(), "path_escapes_root");
         assert!(store.read("@human/out/x", now()).is_err());
         assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+    }
+
+    /// What one step of a random session does to a store.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Write(usize, String),
+        Read(usize),
+        Update(usize, String),
+        Crumple(usize),
+        Rename(usize, usize),
+        /// Another program writes a new note file (its own `createdAt`; `{}` is replaced).
+        Hand(usize, String),
+        Delete(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let name = 0usize..4;
+        prop_oneof![
+            (name.clone(), "[a-c ]{0,6}").prop_map(|(i, c)| Op::Write(i, c)),
+            name.clone().prop_map(Op::Read),
+            name.clone().prop_map(Op::Read),
+            (name.clone(), "[a-c]{1,3}").prop_map(|(i, c)| Op::Update(i, c)),
+            name.clone().prop_map(Op::Crumple),
+            (name.clone(), name.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+            (
+                name.clone(),
+                prop_oneof![
+                    Just("---\norigin: user\ncreatedAt: {}\n---\n\nhand".to_owned()),
+                    Just("---\ncreatedAt: {}\naccessCount: 2.5\n---\n\nx".to_owned()),
+                ]
+            )
+                .prop_map(|(i, c)| Op::Hand(i, c)),
+            name.prop_map(Op::Delete),
+        ]
+    }
+
+    fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut files = Vec::new();
+        walk(root, "", &mut files).unwrap();
+        files
+            .into_iter()
+            .map(|(rel, path)| (rel, fs::read(path).unwrap()))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// Deferring access bumps to the journal changes when they reach the file, never what:
+        /// after the same operations and a fold, every file is byte-identical to the store that
+        /// rewrote notes on every read, and every read returned the same metadata.
+        #[test]
+        fn deferred_access_bumps_fold_to_the_same_files(ops in proptest::collection::vec(op(), 1..40)) {
+            let eager_dir = tempfile::tempdir().unwrap();
+            let lazy_dir = tempfile::tempdir().unwrap();
+            let cache = tempfile::tempdir().unwrap();
+            let eager = store(eager_dir.path());
+            let lazy = store(lazy_dir.path()).with_cache_dir(Some(cache.path()));
+            let names = ["@human/a", "@human/d/b", "@self/c", "n"];
+            // Hand-written notes without createdAt, present from the start.
+            for root in [eager_dir.path(), lazy_dir.path()] {
+                fs::create_dir_all(root.join("human/d")).unwrap();
+                fs::write(root.join("human/d/b.md"), "---\norigin: user\n---\n\nhand").unwrap();
+                fs::create_dir_all(root.join("pi/session/s1")).unwrap();
+                fs::write(root.join("pi/session/s1/n.md"), "plain").unwrap();
+                // Missing stamps fall back to the file time: the same in both trees.
+                for hand in ["human/d/b.md", "pi/session/s1/n.md"] {
+                    fs::File::options().write(true).open(root.join(hand)).unwrap()
+                        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600))
+                        .unwrap();
+                }
+            }
+            for (step, op) in ops.iter().enumerate() {
+                let now = now() + chrono::Duration::milliseconds(1500 * step as i64);
+                for (store, root) in [(&eager, eager_dir.path()), (&lazy, lazy_dir.path())] {
+                    let path = |i: usize| store.physical(&store.address(names[i]).unwrap()).unwrap();
+                    match op {
+                        Op::Write(i, c) => { store.write(names[*i], c, None, now).unwrap(); }
+                        Op::Read(_) | Op::Hand(..) | Op::Delete(_) => {}
+                        Op::Update(i, c) => {
+                            let _ = store.update(names[*i], &[Edit { old_text: "a".into(), new_text: c.clone() }], UpdateOptions { replace_all: true, ..UpdateOptions::default() }, now);
+                        }
+                        Op::Crumple(i) => {
+                            let _ = store.update(names[*i], &[], UpdateOptions { crumpled: Some(true), ..UpdateOptions::default() }, now);
+                        }
+                        Op::Rename(a, b) => { let _ = store.rename(names[*a], names[*b], now); }
+                    }
+                    if let Op::Hand(i, c) = op {
+                        let created = format_stamp(now);
+                        fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
+                        // Its missing stamps fall back to its file time: the same in both trees.
+                        fs::File::options().write(true).open(path(*i)).unwrap()
+                            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600 + step as u64))
+                            .unwrap();
+                    }
+                    if let Op::Delete(i) = op {
+                        let _ = fs::remove_file(path(*i));
+                    }
+                    let _ = root;
+                }
+                if let Op::Read(i) = op {
+                    let a = eager.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    let b = lazy.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    proptest::prop_assert_eq!(a, b, "read {} at step {}", names[*i], step);
+                }
+            }
+            fold_pending_access(lazy_dir.path(), cache.path()).unwrap();
+            proptest::prop_assert_eq!(tree(eager_dir.path()), tree(lazy_dir.path()));
+        }
     }
 
     #[test]

@@ -12,3 +12,5 @@ mod first_hour;
 mod history;
 mod hostile;
 mod notes;
+mod notes_cache;
+mod notes_kill;
