@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
-use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
+use crate::notes::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
 use crate::notes::{frontmatter, store};
@@ -199,9 +199,12 @@ pub fn load_home_cached(
     let mut files = Vec::new();
     store::walk_stat(dir, "", &mut files)?;
     if let Some(cache) = cache.as_deref_mut() {
-        let seen: rustc_hash::FxHashSet<&str> =
-            files.iter().map(|(vpath, _, _)| vpath.as_str()).collect();
-        cache.retain_seen(&seen);
+        let present = files.iter().filter(|(v, _, _)| cache.contains(v)).count();
+        if present < cache.len() {
+            let seen: rustc_hash::FxHashSet<&str> =
+                files.iter().map(|(vpath, _, _)| vpath.as_str()).collect();
+            cache.retain_seen(&seen);
+        }
     }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
@@ -210,21 +213,22 @@ pub fn load_home_cached(
             home.map = read_map(&path, prefix)?;
             continue;
         }
-        let Some(meta) = meta else {
+        let Some(stat) = meta else {
             continue; // vanished since the directory was read
         };
-        let mtime_ms = mtime_ms(&meta);
-        let stat = FileStat::of(&meta);
+        let mtime_ms = stat
+            .mtime
+            .saturating_mul(1000)
+            .saturating_add(stat.mtime_nsec / 1_000_000);
         if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
             // Ranked from the cached block: exactly what reading its head would give.
             home.note_files += 1;
-            let fields = frontmatter::fields_of_bytes(&entry.prefix);
-            if !fields.contains_key("crumpledAt") {
+            if !entry.facts.boot_crumpled {
                 keep(
                     &mut kept,
                     cap,
                     Found {
-                        updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
+                        updated_at_ms: entry.facts.boot_updated_ms.unwrap_or(now_ms).min(mtime_ms),
                         address: format!("{prefix}{vpath}"),
                         path,
                         vpath,
@@ -269,7 +273,7 @@ pub fn load_home_cached(
                 candidate.vpath.clone(),
                 CacheEntry {
                     stat: candidate.stat,
-                    prefix: block.into(),
+                    facts: Facts::of_block(block, &candidate.path),
                     chars: None,
                 },
             );
@@ -311,7 +315,7 @@ pub fn load_home_cached(
                             f.vpath.clone(),
                             CacheEntry {
                                 stat: f.stat,
-                                prefix: block.into(),
+                                facts: Facts::of_block(block, &f.path),
                                 chars: Some(chars as u64),
                             },
                         );
@@ -344,13 +348,6 @@ fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
         address: format!("{prefix}MAP.md"),
         body: body.into_owned(),
     }))
-}
-
-fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime()
-        .saturating_mul(1000)
-        .saturating_add(meta.mtime_nsec() / 1_000_000)
 }
 
 /// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.
