@@ -11,6 +11,7 @@
 pub mod boot;
 pub mod budget;
 pub mod cli;
+pub mod confine;
 pub mod doctor;
 pub mod dream;
 pub mod envelope;
@@ -19,5 +20,9 @@ pub mod history;
 pub mod notes;
 pub mod protocol;
 pub mod session;
+pub mod sync;
+
+#[cfg(test)]
+mod robustness_proptests;
 pub mod window;
 pub mod words;

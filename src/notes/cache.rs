@@ -70,6 +70,23 @@ pub struct FileStat {
 }
 
 impl FileStat {
+    /// From an `lstat` taken through a directory handle (`confine::Dir::lstat`).
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "stat field widths differ by platform"
+    )]
+    pub fn of_stat(stat: &rustix::fs::Stat) -> FileStat {
+        FileStat {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+            size: stat.st_size as u64,
+            mtime: stat.st_mtime as i64,
+            mtime_nsec: stat.st_mtime_nsec as i64,
+            ctime: stat.st_ctime as i64,
+            ctime_nsec: stat.st_ctime_nsec as i64,
+        }
+    }
+
     pub fn of(meta: &fs::Metadata) -> FileStat {
         use std::os::unix::fs::MetadataExt;
         FileStat {
@@ -113,11 +130,12 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Decode the facts of a note whose frontmatter block is `block` and whose file is `path`
-    /// (for the file-time fallback of missing stamps).
-    pub fn of_block(block: &[u8], path: &Path) -> Facts {
+    /// Decode the facts of a note whose frontmatter block is `block` and whose file is `name`
+    /// in `dir` (for the file-time fallback of missing stamps).
+    pub fn of_block(block: &[u8], dir: &crate::confine::Dir, name: &std::ffi::OsStr) -> Facts {
         let fields = frontmatter::fields_of_bytes(block);
-        let meta = NoteMeta::from_fields(&fields, store::stamp_fallback(&fields, path, epoch()));
+        let fallback = store::stamp_fallback(&fields, dir, name, epoch());
+        let meta = NoteMeta::from_fields(&fields, fallback);
         let exact =
             meta.crumpled_at.as_ref().is_none_or(exact_json) && meta.other.values().all(exact_json);
         Facts {
@@ -492,7 +510,10 @@ mod tests {
                 } else {
                     b"---\ncrumpledAt: x\nupdatedAt: 2026-01-01T00:00:00.123456+02:00\nproject: [1, \"a\"]\n---\n"
                 },
-                Path::new("/nonexistent"),
+                &crate::confine::Dir::open_root(Path::new("/"))
+                    .unwrap()
+                    .unwrap(),
+                std::ffi::OsStr::new("no-such-note.md"),
             ),
             chars: n.is_multiple_of(2).then_some(n),
         }
