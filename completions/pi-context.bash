@@ -22,6 +22,9 @@ _pi__context() {
             pi__context,budget-check)
                 cmd="pi__context__subcmd__budget__subcmd__check"
                 ;;
+            pi__context,claude-hook)
+                cmd="pi__context__subcmd__claude__subcmd__hook"
+                ;;
             pi__context,completions)
                 cmd="pi__context__subcmd__completions"
                 ;;
@@ -49,6 +52,9 @@ _pi__context() {
             pi__context,history-windows)
                 cmd="pi__context__subcmd__history__subcmd__windows"
                 ;;
+            pi__context,mcp)
+                cmd="pi__context__subcmd__mcp"
+                ;;
             pi__context,notes-list)
                 cmd="pi__context__subcmd__notes__subcmd__list"
                 ;;
@@ -72,6 +78,9 @@ _pi__context() {
                 ;;
             pi__context__subcmd__help,budget-check)
                 cmd="pi__context__subcmd__help__subcmd__budget__subcmd__check"
+                ;;
+            pi__context__subcmd__help,claude-hook)
+                cmd="pi__context__subcmd__help__subcmd__claude__subcmd__hook"
                 ;;
             pi__context__subcmd__help,completions)
                 cmd="pi__context__subcmd__help__subcmd__completions"
@@ -100,6 +109,9 @@ _pi__context() {
             pi__context__subcmd__help,history-windows)
                 cmd="pi__context__subcmd__help__subcmd__history__subcmd__windows"
                 ;;
+            pi__context__subcmd__help,mcp)
+                cmd="pi__context__subcmd__help__subcmd__mcp"
+                ;;
             pi__context__subcmd__help,notes-list)
                 cmd="pi__context__subcmd__help__subcmd__notes__subcmd__list"
                 ;;
@@ -125,7 +137,7 @@ _pi__context() {
 
     case "${cmd}" in
         pi__context)
-            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help"
+            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor mcp claude-hook completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -143,7 +155,7 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --max-chars --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,6 +197,10 @@ _pi__context() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -212,6 +228,60 @@ _pi__context() {
                     return 0
                     ;;
                 --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__subcmd__context__subcmd__claude__subcmd__hook)
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --host-state --max-chars --tool-prefix --format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host-state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-prefix)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -339,7 +409,7 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__help)
-            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help"
+            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor mcp claude-hook completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -367,6 +437,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__help__subcmd__budget__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__subcmd__context__subcmd__help__subcmd__claude__subcmd__hook)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -493,6 +577,20 @@ _pi__context() {
             return 0
             ;;
         pi__subcmd__context__subcmd__help__subcmd__history__subcmd__windows)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__subcmd__context__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -680,6 +778,60 @@ _pi__context() {
                     return 0
                     ;;
                 --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__subcmd__context__subcmd__mcp)
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --session --leaf --host-state --format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host-state)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

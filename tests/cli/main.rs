@@ -9,4 +9,5 @@ mod completions;
 mod doctor;
 mod dream;
 mod history;
+mod mcp;
 mod notes;
