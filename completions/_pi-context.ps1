@@ -168,7 +168,6 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
         }
         'pi-context;boot-render' {
             [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
-            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
             [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
             [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
@@ -177,6 +176,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('--previous-window-id', '--previous-window-id', [CompletionResultType]::ParameterName, 'The window active before this one (omit for the root boot)')
             [CompletionResult]::new('--opened-at', '--opened-at', [CompletionResultType]::ParameterName, 'When boot construction began (RFC 3339); every relative age is against it [default: now]')
             [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Fit the boot text into this many characters (e.g. a host''s context-injection cap): MAP tails and recent-note rows are trimmed visibly; identity and protocol never are')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -154,18 +154,14 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --max-chars --format --help --version"
+        pi__context__subcmd__boot__subcmd__render)
+            opts="-h -V --notes-home --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --max-chars --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --notes-home)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -201,6 +197,10 @@ _pi__context() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
                     return 0
@@ -212,7 +212,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__budget__subcmd__check)
+        pi__context__subcmd__budget__subcmd__check)
             opts="-h -V --agent-dir --cwd --untrusted-project --model --settings-only --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -242,7 +242,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__claude__subcmd__hook)
+        pi__context__subcmd__claude__subcmd__hook)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --host-state --max-chars --tool-prefix --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -296,7 +296,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__completions)
+        pi__context__subcmd__completions)
             opts="-h -V --format --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -314,7 +314,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__doctor)
+        pi__context__subcmd__doctor)
             opts="-h -V --notes-home --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -336,7 +336,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream)
+        pi__context__subcmd__dream)
             opts="-h -V --notes-home --dreamer --force --min-sessions --min-hours --timeout --pi-bin --agent-dir --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -382,7 +382,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__dream__subcmd__fs)
             opts="-h -V --notes-home --journal --format --help --version write edit delete"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -408,7 +408,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help)
+        pi__context__subcmd__help)
             opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor mcp claude-hook completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -422,7 +422,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__boot__subcmd__render)
+        pi__context__subcmd__help__subcmd__boot__subcmd__render)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -436,7 +436,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__budget__subcmd__check)
+        pi__context__subcmd__help__subcmd__budget__subcmd__check)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -450,7 +450,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__claude__subcmd__hook)
+        pi__context__subcmd__help__subcmd__claude__subcmd__hook)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -464,7 +464,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__completions)
+        pi__context__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -478,7 +478,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__doctor)
+        pi__context__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -492,7 +492,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream)
+        pi__context__subcmd__help__subcmd__dream)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -506,7 +506,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__dream__subcmd__fs)
+        pi__context__subcmd__help__subcmd__dream__subcmd__fs)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -520,7 +520,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__help)
+        pi__context__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -534,7 +534,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__list)
+        pi__context__subcmd__help__subcmd__history__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -548,7 +548,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__read)
+        pi__context__subcmd__help__subcmd__history__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -562,7 +562,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__search)
+        pi__context__subcmd__help__subcmd__history__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -576,7 +576,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__history__subcmd__windows)
+        pi__context__subcmd__help__subcmd__history__subcmd__windows)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -590,7 +590,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__mcp)
+        pi__context__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -604,7 +604,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__list)
+        pi__context__subcmd__help__subcmd__notes__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -618,7 +618,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__read)
+        pi__context__subcmd__help__subcmd__notes__subcmd__read)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -632,7 +632,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__search)
+        pi__context__subcmd__help__subcmd__notes__subcmd__search)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -646,7 +646,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__update)
+        pi__context__subcmd__help__subcmd__notes__subcmd__update)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -660,7 +660,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__notes__subcmd__write)
+        pi__context__subcmd__help__subcmd__notes__subcmd__write)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -674,7 +674,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__help__subcmd__project__subcmd__key)
+        pi__context__subcmd__help__subcmd__project__subcmd__key)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -688,7 +688,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__list)
+        pi__context__subcmd__history__subcmd__list)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -714,7 +714,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__read)
+        pi__context__subcmd__history__subcmd__read)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -740,7 +740,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__search)
+        pi__context__subcmd__history__subcmd__search)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -766,7 +766,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__history__subcmd__windows)
+        pi__context__subcmd__history__subcmd__windows)
             opts="-h -V --session --leaf --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -792,7 +792,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__mcp)
+        pi__context__subcmd__mcp)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --session --leaf --host-state --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -846,7 +846,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__list)
+        pi__context__subcmd__notes__subcmd__list)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -888,7 +888,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__read)
+        pi__context__subcmd__notes__subcmd__read)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -930,7 +930,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__search)
+        pi__context__subcmd__notes__subcmd__search)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -972,7 +972,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__update)
+        pi__context__subcmd__notes__subcmd__update)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1014,7 +1014,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__notes__subcmd__write)
+        pi__context__subcmd__notes__subcmd__write)
             opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1056,7 +1056,7 @@ _pi__context() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        pi__subcmd__context__subcmd__project__subcmd__key)
+        pi__context__subcmd__project__subcmd__key)
             opts="-h -V --cwd --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -154,7 +154,6 @@ set edit:completion:arg-completer[pi-context] = {|@words|
         }
         &'pi-context;boot-render'= {
             cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
-            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --cwd 'Directory whose repository names the project home [default: the working directory]'
             cand --project-key 'Use this project key instead of deriving one from --cwd'
             cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
@@ -163,6 +162,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --previous-window-id 'The window active before this one (omit for the root boot)'
             cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
             cand --max-chars 'Fit the boot text into this many characters (e.g. a host''s context-injection cap): MAP tails and recent-note rows are trimmed visibly; identity and protocol never are'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

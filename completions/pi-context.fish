@@ -138,7 +138,6 @@ both\t'The JSON envelope with an added top-level `"text"` field holding the mode
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
-complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l cwd -d 'Directory whose repository names the project home [default: the working directory]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l project-key -d 'Use this project key instead of deriving one from --cwd' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l agent -d 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]' -r
@@ -147,6 +146,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l wi
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l previous-window-id -d 'The window active before this one (omit for the root boot)' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l opened-at -d 'When boot construction began (RFC 3339); every relative age is against it [default: now]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l max-chars -d 'Fit the boot text into this many characters (e.g. a host\'s context-injection cap): MAP tails and recent-note rows are trimmed visibly; identity and protocol never are' -r
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l session-id -d 'Pi session id: names this session\'s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"

@@ -57,9 +57,16 @@ impl Refusal {
     }
 
     /// `error: <code>: <message>` plus ` <details as compact JSON>` when present: the text
-    /// form of every refusal, whatever the command.
+    /// form of every refusal, whatever the command. A message that opens by restating the code
+    /// in words (`invalid request: …` under `invalid_request`) loses that opening here, so the
+    /// text does not say it twice; the JSON message is left as it is.
     pub fn render_text(&self) -> String {
-        let mut text = format!("error: {}: {}", self.code, self.message);
+        let spoken = format!("{}: ", self.code.replace('_', " "));
+        let message = match self.message.get(..spoken.len()) {
+            Some(head) if head.eq_ignore_ascii_case(&spoken) => &self.message[spoken.len()..],
+            _ => self.message.as_str(),
+        };
+        let mut text = format!("error: {}: {message}", self.code);
         if let Some(details) = &self.details {
             text.push(' ');
             text.push_str(&serde_json::to_string(details).unwrap_or_default());
@@ -91,16 +98,23 @@ fn clip_message(message: String) -> String {
 pub struct Reply {
     pub outcome: Result<Value, Refusal>,
     pub text: String,
+    /// See [`Reply::with_js_numbers`].
+    js_numbers: bool,
 }
 
 impl Reply {
     /// A success whose text was rendered from `data` by the caller.
+    #[allow(
+        clippy::expect_used,
+        reason = "result types serialise to JSON because they hold only JSON-safe data"
+    )]
     pub fn ok(data: impl Serialize, text: String) -> Self {
         let data = serde_json::to_value(data)
             .expect("result types serialise to JSON because they hold only JSON-safe data");
         Reply {
             outcome: Ok(data),
             text,
+            js_numbers: false,
         }
     }
 
@@ -110,6 +124,30 @@ impl Reply {
         Reply {
             outcome: Err(refusal),
             text,
+            js_numbers: false,
+        }
+    }
+
+    /// Print doubles in this reply's envelope as JavaScript's `JSON.stringify` does (`1` not
+    /// `1.0`, `1e+21` not `1e21`): for results that carry values copied from a session, such
+    /// as tool arguments, whose upstream form is JavaScript's.
+    pub fn with_js_numbers(mut self) -> Self {
+        self.js_numbers = true;
+        self
+    }
+
+    /// The wire envelope as printed: compact JSON (doubles JavaScript-style when
+    /// [`Reply::with_js_numbers`] was asked for).
+    pub fn wire(&self) -> String {
+        self.print(&self.envelope())
+    }
+
+    /// Print any envelope-shaped value the way this reply prints its envelope.
+    pub fn print(&self, value: &Value) -> String {
+        if self.js_numbers {
+            to_js_wire(value)
+        } else {
+            value.to_string()
         }
     }
 
@@ -122,14 +160,36 @@ impl Reply {
     }
 }
 
+/// Compact JSON with doubles written as JavaScript's `JSON.stringify` writes them, so values
+/// carried from a session (tool arguments) print as upstream prints them.
+pub fn to_js_wire(value: &Value) -> String {
+    // Writing a `Value` into memory cannot fail (its keys are strings).
+    crate::history::jsjson::to_wire_string(value).unwrap_or_default()
+}
+
+/// `{"ok":true,"data":` + data + `}`.
+const OK_WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
+
 /// Bytes of the compact JSON envelope `{"ok":true,"data":<data>}`.
 pub fn ok_envelope_bytes(data: &impl Serialize) -> usize {
-    // `{"ok":true,"data":` + data + `}`: computing it this way avoids building a Value.
-    const WRAPPER: usize = r#"{"ok":true,"data":}"#.len();
-    WRAPPER
+    // Computing it this way avoids building a Value.
+    OK_WRAPPER
         + serde_json::to_vec(data)
             .map(|v| v.len())
-            .unwrap_or(usize::MAX - WRAPPER)
+            .unwrap_or(usize::MAX - OK_WRAPPER)
+}
+
+/// [`ok_envelope_bytes`] of a reply printed [`Reply::with_js_numbers`].
+pub fn ok_envelope_bytes_js(data: &impl Serialize) -> usize {
+    OK_WRAPPER
+        + crate::history::jsjson::to_wire_string(data)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX - OK_WRAPPER)
+}
+
+/// [`fits`] for a reply printed [`Reply::with_js_numbers`].
+pub fn fits_js(data: &impl Serialize, text: &str) -> bool {
+    text.len() <= OUTPUT_BUDGET_BYTES && ok_envelope_bytes_js(data) <= OUTPUT_BUDGET_BYTES
 }
 
 /// The one budget predicate: a success result fits when its envelope and its text both stay
@@ -186,10 +246,33 @@ mod tests {
     }
 
     #[test]
+    fn refusal_text_does_not_restate_the_code() {
+        let refusal = Refusal::plain("invalid_request", "invalid request: limit must be ≥ 1");
+        assert_eq!(
+            refusal.render_text(),
+            "error: invalid_request: limit must be ≥ 1"
+        );
+        assert_eq!(refusal.message, "invalid request: limit must be ≥ 1");
+        let other = Refusal::plain("invalid_request", "invalid requests are refused");
+        assert_eq!(
+            other.render_text(),
+            "error: invalid_request: invalid requests are refused"
+        );
+        // A multi-byte message shorter than the code's words must not panic.
+        assert_eq!(
+            Refusal::plain("io_error", "é").render_text(),
+            "error: io_error: é"
+        );
+    }
+
+    #[test]
     fn envelope_bytes_match_serialised_envelope() {
-        let data = json!({"a": [1, 2, "ü"]});
+        let data = json!({"a": [1, 2, "ü", 1.0, 1e21]});
         let whole = serde_json::to_vec(&json!({"ok": true, "data": data})).unwrap();
         assert_eq!(ok_envelope_bytes(&data), whole.len());
+        let js = to_js_wire(&json!({"ok": true, "data": data}));
+        assert_eq!(ok_envelope_bytes_js(&data), js.len());
+        assert!(js.ends_with(r#"1,1e+21]}}"#));
     }
 
     #[test]

@@ -117,6 +117,10 @@ enum LockTarget {
 /// directory, which sorts unrelated to the path). After acquisition every path is re-checked
 /// (file still the same inode, missing file still missing); if anything changed while we
 /// waited, everything is released and the plan is redone.
+#[allow(
+    clippy::expect_used,
+    reason = "every planned target was locked because the plan built the list"
+)]
 pub fn lock_paths(paths: &[&Path]) -> io::Result<Vec<PathLock>> {
     'retry: loop {
         let mut plan: Vec<(PathBuf, LockTarget)> = Vec::new();

@@ -1,3 +1,6 @@
+// Non-test code may not `unwrap` or `expect`: every remaining one sits on an invariant, with an
+// `allow` naming it (see docs/architecture.md).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 //! pi-context: durable memory for coding agents whose context window gets wiped.
 //!
 //! The crate is a set of pure domain libraries (`notes`, `session`, `history`, `boot`,
@@ -15,3 +18,4 @@ pub mod fsio;
 pub mod history;
 pub mod notes;
 pub mod session;
+pub mod words;

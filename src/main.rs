@@ -1,3 +1,4 @@
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 //! The `pi-context` binary: everything lives in the library; this only hands the real
 //! process world (stdin, stdout, stderr, environment, clock) to `cli::main`.
 

@@ -29,22 +29,42 @@ function executable(path: string): boolean {
 	}
 }
 
+/** Where a binary was found: the variable, the PATH, or this checkout's release build. */
+export type BinarySource = "PI_CONTEXT_BIN" | "PATH" | "checkout";
+
 /**
- * Where the binary is: `PI_CONTEXT_BIN`, else the checkout's `target/release/pi-context` next
- * to this extension, else the first `pi-context` on `PATH`. `undefined` when none exists.
+ * Where the binary is, and how it was found: `PI_CONTEXT_BIN`, else the first `pi-context` on
+ * `PATH` (what `cargo install` put there), else the checkout's `target/release/pi-context` next
+ * to this extension. The installed binary wins over the checkout's build on purpose: a release
+ * build left behind by an old `cargo build` must not silently shadow the one the user
+ * installed; to run a checkout build, point `PI_CONTEXT_BIN` at it. `undefined` when none exists.
  */
-export function locateBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function findBinary(env: NodeJS.ProcessEnv = process.env): { path: string; source: BinarySource } | undefined {
 	const explicit = env.PI_CONTEXT_BIN;
-	if (explicit && explicit.trim() !== "") return explicit;
-	// `import.meta.dirname` is undefined under Pi's loader; a URL relative to this module works.
-	const checkout = fileURLToPath(new URL("../../target/release/pi-context", import.meta.url));
-	if (executable(checkout)) return checkout;
+	if (explicit && explicit.trim() !== "") return { path: explicit, source: "PI_CONTEXT_BIN" };
 	for (const dir of (env.PATH ?? "").split(delimiter)) {
 		if (!dir) continue;
 		const candidate = join(dir, "pi-context");
-		if (executable(candidate)) return candidate;
+		if (executable(candidate)) return { path: candidate, source: "PATH" };
 	}
+	// `import.meta.dirname` is undefined under Pi's loader; a URL relative to this module works.
+	const checkout = fileURLToPath(new URL("../../target/release/pi-context", import.meta.url));
+	if (executable(checkout)) return { path: checkout, source: "checkout" };
 	return undefined;
+}
+
+/** The path `findBinary` finds. */
+export function locateBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+	return findBinary(env)?.path;
+}
+
+/**
+ * The binary a call would run when it exists and is executable, else undefined (an explicit
+ * `PI_CONTEXT_BIN` naming nothing runnable counts as missing).
+ */
+export function usableBinary(env: NodeJS.ProcessEnv = process.env): string | undefined {
+	const bin = locateBinary(env);
+	return bin !== undefined && executable(bin) ? bin : undefined;
 }
 
 export interface RunOptions {

@@ -1,8 +1,6 @@
 // The boot and budget calls: one `pi-context` process per decision. This module only shapes
 // the request from live facts and reads the fields of the answer; the boot text, thresholds,
 // the countdown, the decision and the reminder, warning, close-out and continuation texts all come from the binary.
-import { homedir } from "node:os";
-import { join } from "node:path";
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { type Envelope, runPiContext } from "./binary.ts";
 import { type Identity, identityFlags } from "./identity.ts";
@@ -68,12 +66,6 @@ export interface WindowFacts {
 	warningShown: boolean;
 }
 
-/** Pi's agent directory (settings live there): `PI_CODING_AGENT_DIR`, else `~/.pi/agent`. */
-export function agentDir(): string {
-	const env = process.env.PI_CODING_AGENT_DIR;
-	return env && env.trim() !== "" ? env : join(homedir(), ".pi", "agent");
-}
-
 /** `budget-check` with the live usage, model, on/off switch and settings locations. */
 export async function checkBudget(ctx: ExtensionContext, window: WindowFacts, enabled: boolean, signal?: AbortSignal): Promise<Budget> {
 	return readBudget(await runBudgetCheck(ctx, window, enabled, usageOf(ctx), signal));
@@ -102,7 +94,9 @@ async function runBudgetCheck(
 		enabled,
 	};
 	if (closeOut) request.close_out = true;
-	const flags = ["--agent-dir", agentDir(), "--cwd", ctx.cwd];
+	// No --agent-dir: the child inherits PI_CODING_AGENT_DIR and the binary resolves it exactly
+	// as Pi does (a leading `~` expanded; else ~/.pi/agent), so the two can never diverge.
+	const flags = ["--cwd", ctx.cwd];
 	// Project settings count only when Pi trusts the project.
 	if (!ctx.isProjectTrusted()) flags.push("--untrusted-project");
 	const env = await runPiContext("budget-check", flags, request, { signal, cwd: ctx.cwd });

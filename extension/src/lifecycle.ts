@@ -15,7 +15,7 @@ import {
 } from "@earendil-works/pi-coding-agent";
 import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
-import { BinaryUnavailable, locateBinary, withoutText } from "./binary.ts";
+import { BinaryUnavailable, findBinary, locateBinary, usableBinary, withoutText } from "./binary.ts";
 import { type Boot, type Budget, checkBudget, closeOutText, renderBoot } from "./decisions.ts";
 import { identityOf } from "./identity.ts";
 import * as R from "./reducer.ts";
@@ -33,6 +33,8 @@ import {
 	lastMarkerIndex,
 	MANUAL_WIPE,
 	markerWindowId,
+	lastSwitch,
+	SWITCH,
 	mintWindowId,
 	RESET_MARKER,
 	rootWindowId,
@@ -155,6 +157,8 @@ export class Lifecycle {
 	private async start(ctx: ExtensionContext): Promise<void> {
 		this.transition();
 		this.active = true;
+		// The on/off switch as last set on this branch (`/pi-context on|off`); on by default.
+		this.enabled = lastSwitch(ctx.sessionManager.getBranch()) ?? true;
 		if (!locateBinary()) {
 			this.binaryProblem(ctx, new BinaryUnavailable("pi-context binary not found: set PI_CONTEXT_BIN, or build it with `cargo build --release` / install it with `cargo install --path .`"));
 			return;
@@ -432,6 +436,18 @@ export class Lifecycle {
 			return { content: [{ type: "text", text: JSON.stringify(body, null, 2) }], details: body, isError: true };
 		}
 		const sm = ctx.sessionManager;
+		// Without the binary no reset can be built: say so as an error the model reads, and keep
+		// the loop going (no terminate), instead of a request that would silently never happen.
+		if (usableBinary() === undefined) {
+			const problem = new BinaryUnavailable(
+				`pi-context binary not found or not runnable${process.env.PI_CONTEXT_BIN ? ` at ${process.env.PI_CONTEXT_BIN} (from PI_CONTEXT_BIN)` : ""}`,
+			);
+			this.binaryProblem(ctx, problem);
+			const body = {
+				error: "wipe_memory is unavailable: the pi-context binary is missing, so this context window cannot be reset. Carry on in this window; the human has been told how to fix it.",
+			};
+			return { content: [{ type: "text", text: JSON.stringify(body, null, 2) }], details: body, isError: true };
+		}
 		const windowId = currentWindowId(sm.getBranch(), sm.getSessionId());
 		const [next, effect] = R.toolRequest(this.state, windowId);
 		this.state = next;
@@ -481,7 +497,12 @@ export class Lifecycle {
 		} catch (err) {
 			this.state = R.initial;
 			this.notify(ctx, `pi-context: could not send the close-out request (${(err as Error).message}).`, "error");
+			return;
 		}
+		// Print and JSON modes (no UI) dispose the runtime as soon as the command returns, before
+		// the triggered turn would run: wait for it, so the close-out reaches the model and the
+		// reset is committed at settlement. With a UI the session lives on and the TUI stays free.
+		if (!ctx.hasUI) await ctx.waitForIdle();
 	}
 
 	async toggleCommand(args: string, ctx: ExtensionCommandContext): Promise<void> {
@@ -489,6 +510,13 @@ export class Lifecycle {
 		if (arg !== "" && arg !== "on" && arg !== "off") {
 			this.notify(ctx, `pi-context: unknown argument "${args.trim()}". Usage: /pi-context [on|off]`, "error");
 			return;
+		}
+		if (arg === "on" || arg === "off") {
+			// The switch is remembered in the session (a custom entry, never sent to the model), so
+			// `pi -c` and a reopened session keep it; it follows the branch like everything else.
+			if ((arg === "on") !== this.enabled) {
+				this.pi.appendEntry(SWITCH, { enabled: arg === "on" });
+			}
 		}
 		if (arg === "on") {
 			this.enabled = true;
@@ -502,8 +530,9 @@ export class Lifecycle {
 			this.staged = {};
 			this.state = R.initial;
 		}
-		const bin = locateBinary();
-		this.notify(ctx, `pi-context: ${this.enabled ? "on" : "off"} · extension ${EXTENSION_VERSION} (${bin ? `binary ${bin}` : "binary not found"}) · Pi ${VERSION}`, "info");
+		const bin = findBinary();
+		const binary = bin ? `binary ${bin.path} (from ${bin.source === "checkout" ? "this checkout's target/release" : bin.source})` : "binary not found";
+		this.notify(ctx, `pi-context: ${this.enabled ? "on" : "off"} · extension ${EXTENSION_VERSION} (${binary}) · Pi ${VERSION}`, "info");
 	}
 
 	// ---- registration ---------------------------------------------------------------------

@@ -12,6 +12,8 @@ export const CONTINUATION = "pi-context/continuation";
 export const GUIDANCE = "pi-context/guidance";
 export const WARNING = "pi-context/warning";
 export const MANUAL_WIPE = "pi-context/manual-wipe";
+/** A custom entry (never sent to the model) recording `/pi-context on|off`: `{ enabled }`. */
+export const SWITCH = "pi-context/switch";
 
 type Entry = SessionEntry;
 
@@ -154,4 +156,15 @@ export function inCurrentWindow(branch: readonly Entry[], customType: string): b
 export function userAfterMarker(branch: readonly Entry[]): boolean {
 	const index = lastMarkerIndex(branch);
 	return branch.slice(index + 1).some((e) => e.type === "message" && e.message.role === "user");
+}
+
+/** The last `/pi-context on|off` recorded on the branch, or undefined when it was never used. */
+export function lastSwitch(branch: readonly Entry[]): boolean | undefined {
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const e = branch[i];
+		if (e.type !== "custom" || e.customType !== SWITCH) continue;
+		const enabled = (e.data as { enabled?: unknown } | null | undefined)?.enabled;
+		if (typeof enabled === "boolean") return enabled;
+	}
+	return undefined;
 }

@@ -449,9 +449,9 @@ fn home_section(
             .iter()
             .map(|row| {
                 format!(
-                    "- {} | {} chars | {}",
+                    "- {} | {} | {}",
                     row.address,
-                    row.chars,
+                    crate::words::plural(row.chars, "char", "chars"),
                     relative_time(row.updated_at_ms, snapshot.opened_at_ms)
                 )
             })

@@ -192,6 +192,10 @@ pub fn decide(
 }
 
 /// The `get_context_remaining` tool text: pretty JSON (two-space indent).
+#[allow(
+    clippy::expect_used,
+    reason = "a one-field JSON object always serialises"
+)]
 pub fn remaining_text(remaining_tokens: Option<u64>) -> String {
     serde_json::to_string_pretty(&serde_json::json!({ "remaining_tokens": remaining_tokens }))
         .expect("a one-field JSON object always serialises")

@@ -141,6 +141,10 @@ impl Settings {
     /// The effective hard reserve for `model` (`"<provider>/<id>"`): the model's
     /// `compaction.modelOverrides[model].reserveTokens` when present and valid, else the
     /// ordinary reserve. An invalid entry for this model falls back with one warning.
+    #[allow(
+        clippy::expect_used,
+        reason = "an override entry was found, so a model id was given"
+    )]
     pub fn reserve_tokens_for(&self, model: Option<&str>) -> (u64, Option<String>) {
         let Some(entry) = model.and_then(|m| self.model_overrides.get(m)) else {
             return (self.reserve_tokens, None);
@@ -214,9 +218,30 @@ pub fn read_settings_file(path: &Path) -> Result<Option<Value>, String> {
 /// validation warnings of [`Settings::resolve`]. An unreadable file contributes nothing; the
 /// other file still applies (as in Pi, where each scope falls back on its own).
 pub fn load(paths: &SettingsPaths) -> (Settings, Vec<String>) {
+    load_keeping(paths, Some)
+}
+
+/// Only `pi-context.dreamer` (for `dream`), loaded by the same rules as [`load`] but with only
+/// the warnings that concern it: an unreadable file, or an invalid dreamer value. The other
+/// keys (and files whose root is not an object) are `budget-check`'s business and never warn
+/// here.
+pub fn load_dreamer(paths: &SettingsPaths) -> (Option<String>, Vec<String>) {
+    let only_dreamer = |value: Value| {
+        let dreamer = value.get("pi-context")?.get("dreamer")?.clone();
+        Some(serde_json::json!({"pi-context": {"dreamer": dreamer}}))
+    };
+    let (settings, warnings) = load_keeping(paths, only_dreamer);
+    (settings.dreamer, warnings)
+}
+
+/// Read both files, keep what `keep` keeps of each, and resolve.
+fn load_keeping(
+    paths: &SettingsPaths,
+    keep: impl Fn(Value) -> Option<Value>,
+) -> (Settings, Vec<String>) {
     let mut warnings = Vec::new();
     let mut read = |path: &Path| match read_settings_file(path) {
-        Ok(value) => value,
+        Ok(value) => value.and_then(&keep),
         Err(warning) => {
             warnings.push(warning);
             None
@@ -421,6 +446,33 @@ mod tests {
         assert!(s.compaction_enabled);
         assert_eq!(s.reserve_tokens, DEFAULT_RESERVE_TOKENS);
         assert_eq!(w.len(), 2);
+    }
+
+    #[test]
+    fn the_dreamer_loader_warns_only_about_the_dreamer() {
+        let dir = tempfile::tempdir().unwrap();
+        let global = dir.path().join("global.json");
+        let project = dir.path().join("project.json");
+        std::fs::write(
+            &global,
+            r#"{"compaction": {"reserveTokens": "x"}, "pi-context": {"dreamer": "g/m"}}"#,
+        )
+        .unwrap();
+        std::fs::write(&project, "[1]").unwrap();
+        let paths = SettingsPaths {
+            global: &global,
+            project: Some(&project),
+        };
+        assert_eq!(load_dreamer(&paths), (Some("g/m".to_string()), Vec::new()));
+        assert_eq!(load(&paths).1.len(), 2, "the full loader does warn");
+        std::fs::write(&project, r#"{"pi-context": {"dreamer": 7}}"#).unwrap();
+        let (dreamer, warnings) = load_dreamer(&paths);
+        assert_eq!(
+            dreamer, None,
+            "an invalid project value is not replaced by global"
+        );
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("pi-context.dreamer"));
     }
 
     #[test]

@@ -18,9 +18,10 @@ use crate::envelope::{Refusal, Reply};
 /// names) and prints the boot block: identity, the recovery protocol, the MAP.md bodies and the
 /// recent-notes index.
 #[derive(Debug, clap::Args)]
+#[command(mut_arg("session_id", |arg| arg.required(true)))]
 pub struct Args {
-    /// Identity (`--session-id` is required here: it names the session home and the root
-    /// window id).
+    /// Identity (`--session-id` is required here, so clap says so in the usage line: it names
+    /// the session home and the root window id).
     #[command(flatten)]
     pub identity: IdentityArgs,
     /// The window this boot opens [default: the session's root window id].

@@ -1,6 +1,6 @@
 //! `pi-context budget-check`: the context-budget decision, and `--settings-only` for shell
-//! users. Also the one place that resolves where Pi's settings files are
-//! ([`resolve_settings_paths`], [`load_settings`]), reused by `dream`.
+//! users. Also the one place that resolves where Pi's agent directory and settings files are
+//! ([`resolve_agent_dir`], [`resolve_settings_paths`]), reused by `dream`.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::boot::ToolNames;
 use crate::budget::decision::{self, Policy, Usage, WindowFacts};
 use crate::budget::settings::{self, Settings, SettingsPaths};
-use crate::cli::common::{Exit, absolute_from, emit, read_request};
+use crate::cli::common::{Exit, absolute_from, emit, env_path, home_dir, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
 
@@ -72,6 +72,10 @@ struct SettingsView<'a> {
     project_path: Option<String>,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a budget check holds only JSON-safe data"
+)]
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     let request: Request = if args.settings_only {
         Request {
@@ -183,19 +187,10 @@ fn settings_text(
 /// leading `~` is the home directory, as Pi expands it), else `~/.pi/agent`. Relative paths
 /// resolve against the working directory.
 pub fn resolve_agent_dir(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
-    let home = || {
-        ctx.var_non_empty("HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("/"))
-    };
-    let chosen = match (flag, ctx.var_non_empty("PI_CODING_AGENT_DIR")) {
+    let chosen = match (flag, env_path(ctx, "PI_CODING_AGENT_DIR")) {
         (Some(path), _) => path.to_path_buf(),
-        (None, Some("~")) => home(),
-        (None, Some(env)) => match env.strip_prefix("~/") {
-            Some(rest) => home().join(rest),
-            None => PathBuf::from(env),
-        },
-        (None, None) => home().join(".pi").join("agent"),
+        (None, Some(env)) => env,
+        (None, None) => home_dir(ctx).join(".pi").join("agent"),
     };
     absolute_from(&ctx.cwd, &chosen)
 }
@@ -215,19 +210,4 @@ pub fn resolve_settings_paths(
             .join("settings.json")
     });
     (global, project)
-}
-
-/// Read both settings files and resolve them (see [`settings::load`]). `project_dir` is the
-/// directory whose `.pi/settings.json` applies (the invocation directory for `dream`).
-pub fn load_settings(
-    agent_dir: Option<&Path>,
-    project_dir: &Path,
-    project_trusted: bool,
-    ctx: &Ctx,
-) -> (Settings, Vec<String>) {
-    let (global, project) = resolve_settings_paths(agent_dir, project_dir, project_trusted, ctx);
-    settings::load(&SettingsPaths {
-        global: &global,
-        project: project.as_deref(),
-    })
 }

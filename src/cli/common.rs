@@ -1,6 +1,7 @@
 //! What every subcommand shares: exit codes, output formats, reading the one JSON request,
 //! printing the one result, and resolving identity/paths from flags and environment.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -72,12 +73,12 @@ pub fn emit_with_cause(
         Err(_) => Exit::Refused,
     };
     match ctx.format {
-        Format::Json => writeln!(io.stdout, "{}", reply.envelope())?,
+        Format::Json => writeln!(io.stdout, "{}", reply.wire())?,
         Format::Text => writeln!(io.stdout, "{}", reply.text)?,
         Format::Both => {
             let mut envelope = reply.envelope();
             envelope["text"] = json!(reply.text);
-            writeln!(io.stdout, "{envelope}")?;
+            writeln!(io.stdout, "{}", reply.print(&envelope))?;
         }
     }
     if exit == Exit::Internal
@@ -92,24 +93,161 @@ pub fn emit_with_cause(
     Ok(exit)
 }
 
-/// Read the one JSON request from stdin. Empty stdin (only whitespace) is the empty object, so
-/// `pi-context notes-list </dev/null` works from a shell. Malformed JSON, unknown fields and
-/// wrong types become an `invalid_request` refusal (exit 2).
-pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, Refusal> {
-    let mut raw = String::new();
-    io.stdin.read_to_string(&mut raw).map_err(|e| {
+/// The largest request accepted on stdin, in bytes (16 MiB). The largest valid request is a
+/// `notes-update` whose `oldText` and `newText` are each a whole 1,000,000-byte note with every
+/// byte escaped as `\u00XX` (about 12 MB); anything larger is refused with `too_large` after
+/// reading at most one byte past the cap (the rest of stdin is never buffered).
+pub const MAX_REQUEST_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Read the one request from stdin as text: at most [`MAX_REQUEST_BYTES`], UTF-8, a leading
+/// UTF-8 byte order mark dropped. Empty stdin (only whitespace) is `{}`, so
+/// `pi-context notes-list </dev/null` works from a shell.
+pub fn read_request_text(io: &mut Io) -> Result<String, Refusal> {
+    if io.stdin_is_terminal {
+        // A person typed the command at a terminal: say what we wait for instead of hanging
+        // silently (one line; nothing is printed when stdin is a pipe or a file).
+        let _ = writeln!(
+            io.stderr,
+            "pi-context: reading one JSON request on stdin (end it with Ctrl-D; an empty request is {{}})"
+        );
+    }
+    let mut raw = Vec::new();
+    Read::take(&mut *io.stdin, MAX_REQUEST_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| {
+            Refusal::plain(
+                "invalid_request",
+                format!("invalid request: could not read stdin: {e}"),
+            )
+        })?;
+    if raw.len() as u64 > MAX_REQUEST_BYTES {
+        return Err(Refusal::new(
+            "too_large",
+            format!(
+                "the request exceeds {MAX_REQUEST_BYTES} bytes: refused without reading the rest"
+            ),
+            Some(json!({"max_bytes": MAX_REQUEST_BYTES})),
+        ));
+    }
+    let body = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&raw);
+    let text = std::str::from_utf8(body).map_err(|e| {
         Refusal::plain(
             "invalid_request",
-            format!("could not read the request from stdin: {e}"),
+            format!(
+                "invalid request: stdin is not valid UTF-8 (first bad byte at offset {})",
+                e.valid_up_to() + (raw.len() - body.len())
+            ),
         )
     })?;
-    let raw = if raw.trim().is_empty() {
-        "{}"
+    if text.trim().is_empty() {
+        return Ok("{}".into());
+    }
+    Ok(text.to_owned())
+}
+
+/// The JSON type a request text starts with, when it is not an object.
+fn non_object_kind(text: &str) -> Option<&'static str> {
+    match text.trim_start().as_bytes().first()? {
+        b'{' => None,
+        b'[' => Some("an array"),
+        b'"' => Some("a string"),
+        b't' | b'f' => Some("a boolean"),
+        b'n' => Some("null"),
+        b'-' | b'0'..=b'9' => Some("a number"),
+        _ => Some("not JSON"),
+    }
+}
+
+fn not_an_object(kind: &str) -> Refusal {
+    Refusal::plain(
+        "invalid_request",
+        format!("invalid request: the request must be one JSON object {{…}}, got {kind}"),
+    )
+}
+
+/// Read the one JSON request from stdin (see [`read_request_text`]) and decode it. Only a JSON
+/// object is a request; malformed JSON, unknown fields and wrong types become an
+/// `invalid_request` refusal (exit 2) whose message names the field and the JSON type expected.
+pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, Refusal> {
+    let text = read_request_text(io)?;
+    decode_request(&text)
+}
+
+/// Decode a request text (already read): the part of [`read_request`] after stdin.
+pub fn decode_request<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
+    if let Some(kind) = non_object_kind(text) {
+        return Err(not_an_object(kind));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| request_error(e.path().to_string(), e.inner()))?;
+    de.end().map_err(|e| request_error(String::new(), &e))?;
+    Ok(value)
+}
+
+/// Decode an already parsed request value (an object) into its typed form.
+pub fn decode_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Refusal> {
+    if !value.is_object() {
+        return Err(not_an_object("a non-object value"));
+    }
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| request_error(e.path().to_string(), e.inner()))
+}
+
+/// A decoding error as a caller-facing `invalid_request`: serde's wording with Rust type names
+/// replaced by JSON types, and the field named when serde's message does not already name it.
+fn request_error(path: String, error: &serde_json::Error) -> Refusal {
+    let message = json_wording(&error.to_string());
+    // Only type and value errors leave the field unnamed ("invalid type: …, expected …").
+    let unnamed = ["invalid type", "invalid value", "invalid length"]
+        .iter()
+        .any(|p| message.starts_with(p));
+    let message = if !unnamed || path.is_empty() || path == "." {
+        message
     } else {
-        raw.as_str()
+        format!("field `{path}`: {message}")
     };
-    serde_json::from_str(raw)
-        .map_err(|e| Refusal::plain("invalid_request", format!("invalid request: {e}")))
+    Refusal::plain("invalid_request", format!("invalid request: {message}"))
+}
+
+/// Replace the Rust type names serde puts in "expected …" with the JSON types a caller knows.
+fn json_wording(message: &str) -> String {
+    let mut out = message.to_owned();
+    for (rust, json) in [
+        ("expected u8", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected i32", "expected an integer"),
+        ("expected i64", "expected an integer"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected an object"),
+        ("invalid type: sequence", "invalid type: array"),
+        ("invalid type: map", "invalid type: object"),
+        ("invalid type: unit value", "invalid type: null"),
+    ] {
+        out = out.replace(rust, json);
+    }
+    // `expected struct Edit` / `expected enum Origin` / `expected struct variant …`.
+    while let Some(at) = out
+        .find("expected struct ")
+        .or_else(|| out.find("expected enum "))
+    {
+        let after = &out[at..];
+        let skip = if after.starts_with("expected struct ") {
+            16
+        } else {
+            14
+        };
+        let end = after[skip..]
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(after.len(), |i| skip + i);
+        out.replace_range(at..at + end, "expected an object");
+    }
+    out
 }
 
 /// Print an `invalid_request` refusal (exit 2) for a request that parsed but breaks the
@@ -132,21 +270,44 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty, else
-/// `~/.agents/notes`. Relative values resolve against the working directory.
+/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty (a leading `~`
+/// is the home directory, see [`env_path`]), else `~/.agents/notes`. Relative values resolve
+/// against the working directory.
 pub fn resolve_notes_home(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
-    let chosen = match (flag, ctx.var_non_empty("PI_NOTES_HOME")) {
+    let chosen = match (flag, env_path(ctx, "PI_NOTES_HOME")) {
         (Some(path), _) => path.to_path_buf(),
-        (None, Some(env)) => PathBuf::from(env),
-        (None, None) => {
-            let home = ctx
-                .var_non_empty("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/"));
-            home.join(".agents").join("notes")
-        }
+        (None, Some(env)) => env,
+        (None, None) => home_dir(ctx).join(".agents").join("notes"),
     };
     absolute_from(&ctx.cwd, &chosen)
+}
+
+/// `$HOME`, or `/` when it is unset or empty.
+pub fn home_dir(ctx: &Ctx) -> PathBuf {
+    ctx.var_non_empty("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// A path-valued environment variable (set and non-empty) with a leading `~` or `~/` expanded
+/// to the home directory, as Pi expands `PI_CODING_AGENT_DIR`. A quoted `PI_NOTES_HOME='~/x'`
+/// would otherwise name a directory called `~` under the working directory. `~user` forms are
+/// left alone (no user database lookups).
+pub fn env_path(ctx: &Ctx, name: &str) -> Option<PathBuf> {
+    let value = ctx.var_non_empty(name)?;
+    Some(expand_tilde(value, ctx))
+}
+
+/// `~` → the home directory, `~/rest` → the home directory joined with `rest`; anything else
+/// unchanged.
+pub fn expand_tilde(value: &str, ctx: &Ctx) -> PathBuf {
+    if value == "~" {
+        home_dir(ctx)
+    } else if let Some(rest) = value.strip_prefix("~/") {
+        home_dir(ctx).join(rest)
+    } else {
+        PathBuf::from(value)
+    }
 }
 
 /// The identity flags shared by every command that touches notes (`notes-*`, `boot-render`):
@@ -212,10 +373,10 @@ impl IdentityArgs {
 /// working directory. `None` when none of these can be named (no `HOME`): callers then work
 /// without a cache. A cache is never the truth, so nothing here creates or checks the directory.
 pub fn resolve_cache_dir(ctx: &Ctx) -> Option<PathBuf> {
-    let chosen = if let Some(dir) = ctx.var_non_empty("PI_CONTEXT_CACHE_DIR") {
-        PathBuf::from(dir)
-    } else if let Some(xdg) = ctx.var_non_empty("XDG_CACHE_HOME") {
-        PathBuf::from(xdg).join("pi-context")
+    let chosen = if let Some(dir) = env_path(ctx, "PI_CONTEXT_CACHE_DIR") {
+        dir
+    } else if let Some(xdg) = env_path(ctx, "XDG_CACHE_HOME") {
+        xdg.join("pi-context")
     } else {
         PathBuf::from(ctx.var_non_empty("HOME")?)
             .join(".cache")
@@ -269,6 +430,26 @@ mod tests {
             Some(PathBuf::from("/home/u/.cache/pi-context"))
         );
         assert_eq!(resolve_cache_dir(&ctx_with(&[])), None);
+    }
+
+    #[test]
+    fn a_leading_tilde_in_a_path_variable_is_the_home_directory() {
+        let ctx = ctx_with(&[
+            ("HOME", "/home/u"),
+            ("A", "~/notes"),
+            ("B", "~"),
+            ("C", "~other/x"),
+            ("D", "rel/~/x"),
+        ]);
+        assert_eq!(env_path(&ctx, "A"), Some(PathBuf::from("/home/u/notes")));
+        assert_eq!(env_path(&ctx, "B"), Some(PathBuf::from("/home/u")));
+        assert_eq!(env_path(&ctx, "C"), Some(PathBuf::from("~other/x")));
+        assert_eq!(env_path(&ctx, "D"), Some(PathBuf::from("rel/~/x")));
+        assert_eq!(env_path(&ctx, "UNSET"), None);
+        assert_eq!(
+            resolve_notes_home(None, &ctx_with(&[("HOME", "/h"), ("PI_NOTES_HOME", "~/n")])),
+            PathBuf::from("/h/n")
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::common::{Exit, emit, resolve_notes_home};
+use crate::cli::common::{Exit, decode_value, emit, read_request, resolve_notes_home};
 use crate::cli::{Ctx, Io};
 use crate::dream::jail::{self, Edit, JailError, Receipt};
 use crate::dream::journal;
@@ -69,15 +69,9 @@ struct DeleteRequest {
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     let home = resolve_notes_home(args.notes_home.as_deref(), ctx);
-    let mut raw = String::new();
-    let parsed: Result<Value, Refusal> = io
-        .stdin
-        .read_to_string(&mut raw)
-        .map_err(|e| Refusal::plain("invalid_request", format!("cannot read stdin: {e}")))
-        .and_then(|_| {
-            serde_json::from_str(&raw)
-                .map_err(|e| Refusal::plain("invalid_request", format!("invalid request: {e}")))
-        });
+    // The shared bounded reader; the value is decoded per operation below, after the journal
+    // has learnt the path it names.
+    let parsed: Result<Value, Refusal> = read_request(io);
     let given_path = parsed
         .as_ref()
         .ok()
@@ -145,8 +139,6 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
 }
 
 fn apply(op: Op, home: &std::path::Path, value: Value) -> Result<Receipt, Refusal> {
-    let invalid =
-        |e: serde_json::Error| Refusal::plain("invalid_request", format!("invalid request: {e}"));
     let refused = |path: &str, e: JailError| {
         let mut details = json!({"path": path});
         if let Some(index) = e.edit_index {
@@ -156,15 +148,15 @@ fn apply(op: Op, home: &std::path::Path, value: Value) -> Result<Receipt, Refusa
     };
     match op {
         Op::Write => {
-            let r: WriteRequest = serde_json::from_value(value).map_err(invalid)?;
+            let r: WriteRequest = decode_value(value)?;
             jail::write(home, &r.path, &r.content).map_err(|e| refused(&r.path, e))
         }
         Op::Edit => {
-            let r: EditRequest = serde_json::from_value(value).map_err(invalid)?;
+            let r: EditRequest = decode_value(value)?;
             jail::edit(home, &r.path, &r.edits).map_err(|e| refused(&r.path, e))
         }
         Op::Delete => {
-            let r: DeleteRequest = serde_json::from_value(value).map_err(invalid)?;
+            let r: DeleteRequest = decode_value(value)?;
             jail::delete(home, &r.path).map_err(|e| refused(&r.path, e))
         }
     }

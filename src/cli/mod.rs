@@ -11,6 +11,7 @@ pub mod completions;
 pub mod doctor;
 pub mod dream;
 pub mod dream_fs;
+pub mod examples;
 pub mod history;
 pub mod mcp;
 pub mod notes;
@@ -35,7 +36,9 @@ pub use common::{Exit, Format, emit, read_request};
     name = "pi-context",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_long_help = examples::TOP_LEVEL,
+    mut_subcommands = examples::attach
 )]
 pub struct Cli {
     /// What to print on stdout: the JSON envelope (default), the model-facing text, or both
@@ -105,6 +108,8 @@ pub struct Io<'a> {
     pub stderr: &'a mut dyn Write,
     /// Whether stderr is a terminal (progress output is shown only then).
     pub stderr_is_terminal: bool,
+    /// Whether stdin is a terminal (the request reader then says on stderr what it waits for).
+    pub stdin_is_terminal: bool,
 }
 
 /// Run one parsed command.
@@ -146,7 +151,7 @@ pub fn resolve_now(env: &BTreeMap<String, String>) -> Result<DateTime<FixedOffse
 
 /// The process entry point: parse, resolve the world, run, map errors to exit codes.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version are successes; everything else is a usage error (exit 2).
@@ -176,6 +181,7 @@ pub fn main() -> ExitCode {
         format: cli.format,
     };
     let stderr_is_terminal = std::io::stderr().is_terminal();
+    let stdin_is_terminal = std::io::stdin().is_terminal();
     // Unlocked handles (each call locks briefly): `mcp` reads and writes the same streams
     // from its async runtime, which would deadlock behind a lock held here.
     let (mut stdin, mut stdout, mut stderr) =
@@ -185,6 +191,7 @@ pub fn main() -> ExitCode {
         stdout: &mut stdout,
         stderr: &mut stderr,
         stderr_is_terminal,
+        stdin_is_terminal,
     };
     match run(cli, &ctx, &mut io) {
         Ok(exit) => ExitCode::from(exit.code()),
@@ -192,10 +199,47 @@ pub fn main() -> ExitCode {
             if common::is_broken_pipe(&err) {
                 return ExitCode::from(0);
             }
-            let refusal = crate::envelope::Refusal::plain("internal", format!("{err:#}"));
-            let _ = writeln!(io.stdout, "{}", refusal.to_envelope());
-            let _ = writeln!(io.stderr, "error: {err:#}");
+            report_internal(&err, &ctx, &mut io);
             ExitCode::from(Exit::Internal.code())
         }
+    }
+}
+
+/// Parse the command line. Beyond clap's own checks, `completions` refuses an explicit
+/// `--format`: the flag is global, but a completion script has no JSON or text form, and
+/// silently ignoring it would hide a mistake.
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::parser::ValueSource;
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some(("completions", sub)) = matches.subcommand() {
+        let explicit =
+            |m: &clap::ArgMatches| m.value_source("format") == Some(ValueSource::CommandLine);
+        if explicit(&matches) || explicit(sub) {
+            let kind = clap::error::ErrorKind::ArgumentConflict;
+            let message =
+                "--format does not apply to `completions`: its output is always a shell script";
+            return Err(match command.find_subcommand_mut("completions") {
+                Some(completions) => completions.error(kind, message),
+                None => command.error(kind, message),
+            });
+        }
+    }
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
+/// An internal failure that escaped a handler, printed in the chosen format like every other
+/// outcome (the envelope, the text, or both) with its cause chain on stderr.
+fn report_internal(err: &anyhow::Error, ctx: &Ctx, io: &mut Io) {
+    let refusal = crate::envelope::Refusal::plain("internal", format!("{err:#}"));
+    let reply = crate::envelope::Reply::refused(refusal);
+    if emit(&reply, ctx, io).is_err() {
+        // stdout is gone: the stderr line is all that can still be said.
+        let _ = writeln!(io.stderr, "error: {err:#}");
     }
 }

@@ -45,6 +45,10 @@ const FORMS_HINT: &str = "invalid address; use a bare path for the session home,
 
 /// Scan `body` (whose first line is line `first_line` of the file). Each distinct address is
 /// checked once per note, at its first occurrence.
+#[allow(
+    clippy::expect_used,
+    reason = "the span pattern is a valid regex because it is a constant; group 1 always participates"
+)]
 pub fn check(body: &str, first_line: usize, is_map: bool, resolve: &Resolve<'_>) -> Scan {
     static SPAN: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"`([^`\n]+)`")
@@ -119,6 +123,10 @@ enum Reference {
 
 /// Decode with the notes address grammar (spec notes §4.1). The identity only fills in
 /// `@self/`/`@model/`, which are then set aside as [`Reference::Relative`].
+#[allow(
+    clippy::expect_used,
+    reason = "the placeholder identity is valid because its fields are constant slugs"
+)]
 fn reference(address: &str) -> Result<Reference, ()> {
     static NOBODY: LazyLock<Identity> = LazyLock::new(|| {
         Identity::new("/", None, "doctor-00000000", "doctor", "doctor")

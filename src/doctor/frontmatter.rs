@@ -4,10 +4,6 @@
 //! values are checked as raw text. It must not be used to read notes for any other purpose:
 //! `crate::notes` owns parsing and serialising note files.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::{Issue, IssueKind};
 
 /// One metadata line of the block: `^(\w+):\s*(.*?)\s*$` with one layer of matching quotes
@@ -162,39 +158,10 @@ pub fn check(block: &Block<'_>) -> Vec<Issue> {
     issues
 }
 
-/// The accepted date grammar (a documented subset of what JavaScript's `Date.parse` takes):
-/// `YYYY-MM-DD`, optionally followed by `T` (or `t` or one space) and `HH:MM`, optional
-/// `:SS`, optional `.` and 1–9 fraction digits, optional zone `Z`/`z`/`±HH:MM`/`±HHMM`/`±HH`.
-/// Every field must be in range (a real calendar day, hour ≤ 23, minute and second ≤ 59,
-/// zone hour ≤ 23). Words, numbers and partial dates are rejected.
+/// Whether a metadata value is a date: the notes store's one date grammar
+/// ([`crate::notes::date`]), so `doctor` accepts exactly the dates the store reads.
 pub fn is_timestamp(value: &str) -> bool {
-    static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
-            r"^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)?)?$",
-        )
-        .expect("the timestamp grammar is a valid regex because it is a constant")
-    });
-    let Some(caps) = GRAMMAR.captures(value) else {
-        return false;
-    };
-    let num = |i: usize| {
-        caps.get(i)
-            .map(|m| m.as_str().parse::<u32>().unwrap_or(u32::MAX))
-    };
-    let (Some(year), Some(month), Some(day)) = (num(1), num(2), num(3)) else {
-        return false;
-    };
-    let date_ok = i32::try_from(year)
-        .ok()
-        .and_then(|y| chrono::NaiveDate::from_ymd_opt(y, month, day))
-        .is_some();
-    let in_range = |i: usize, max: u32| num(i).is_none_or(|n| n <= max);
-    date_ok
-        && in_range(4, 23)
-        && in_range(5, 59)
-        && in_range(6, 59)
-        && in_range(7, 23)
-        && in_range(8, 59)
+    crate::notes::date::is_date(value)
 }
 
 #[cfg(test)]
@@ -239,38 +206,11 @@ mod tests {
     }
 
     #[test]
-    fn timestamp_grammar() {
-        for ok in [
-            "2026-09-15T17:31:45.392+08:00",
-            "2026-09-15T17:31:45Z",
-            "2026-09-15T17:31:45.123456789z",
-            "2026-09-15T17:31",
-            "2026-09-15 17:31:45",
-            "2026-09-15T17:31:45+0800",
-            "2026-09-15T17:31:45-05",
-            "2026-09-15",
-            "2024-02-29",
-        ] {
-            assert!(is_timestamp(ok), "{ok}");
-        }
-        for bad in [
-            "yesterday",
-            "",
-            "17",
-            "2026",
-            "2026-09",
-            "2026-13-01",
-            "2025-02-29",
-            "2026-09-15T24:00",
-            "2026-09-15T17:60",
-            "2026-09-15T17:31:45+24:00",
-            "2026-09-15Z",
-            "2026-09-15T17",
-            "2026-09-15T17:31:45.",
-            "2026-09-15T17:31:45 +08:00",
-        ] {
-            assert!(!is_timestamp(bad), "{bad}");
-        }
+    fn timestamps_are_the_stores_dates() {
+        assert!(is_timestamp("2026-01-01"));
+        assert!(is_timestamp("2026-09-15T17:31:45.392+08:00"));
+        assert!(!is_timestamp("1600000000000"));
+        assert!(!is_timestamp("yesterday"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::{Counts, Issue, Report};
 use crate::envelope::{fits, largest_fitting};
+use crate::words::plural;
 
 /// `data` of a doctor result. `issues` is a prefix of the report's issues (all of them unless
 /// the output budget cut it; `omitted_issues` counts the rest). `counts` and `issues_by_kind`
@@ -94,10 +95,6 @@ pub fn render_text(data: &Bounded<'_>) -> String {
         ));
     }
     text
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

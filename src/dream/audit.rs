@@ -14,7 +14,7 @@ use chrono::{DateTime, FixedOffset};
 use git2::{IndexAddOption, Repository, Signature, Time};
 
 /// The line added to `.git/info/exclude`.
-pub const EXCLUDE_LINE: &str = ".dream.lock*";
+pub const EXCLUDE_LINE: &str = super::artifacts::LOCK_FILES_PATTERN;
 /// Identity used when Git has none configured.
 pub const FALLBACK_NAME: &str = "pi-context";
 pub const FALLBACK_EMAIL: &str = "pi-context@localhost";

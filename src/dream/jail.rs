@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::fsio;
+use crate::notes::MAX_SEGMENT_BYTES;
 
 /// Top-level names the dreamer may never write: the audit repository, the reports, the lock.
 const PROTECTED_TOP: &[&str] = &[".git", "dreams", ".dream.lock", ".dream.lock.last-run"];
@@ -99,6 +100,10 @@ pub struct Receipt {
 }
 
 /// Resolve `path` inside `home`, creating missing parent directories when `create_parent`.
+#[allow(
+    clippy::expect_used,
+    reason = "target has a parent because it is the home joined with at least one part; target ends in a normal part; file is under the real home because every branch above checked it"
+)]
 pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, JailError> {
     if path.is_empty() || path.contains('\0') {
         return Err(JailError::new(
@@ -147,6 +152,15 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
             _ => None,
         })
         .collect();
+    if let Some(long) = parts.iter().find(|p| p.len() > MAX_SEGMENT_BYTES) {
+        return Err(JailError::new(
+            "invalid_path",
+            format!(
+                "{path}: a path segment is {} bytes; segments are at most {MAX_SEGMENT_BYTES} bytes",
+                long.len()
+            ),
+        ));
+    }
     let Some(first) = parts.first() else {
         return Err(JailError::new(
             "invalid_path",

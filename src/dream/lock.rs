@@ -12,10 +12,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// The lock file's name in the notes home.
-pub const LOCK_FILE: &str = ".dream.lock";
-/// The last-run sidecar's name in the notes home.
-pub const LAST_RUN_FILE: &str = ".dream.lock.last-run";
+/// The lock file's and the last-run sidecar's names in the notes home.
+pub use super::artifacts::{LAST_RUN_FILE, LOCK_FILE};
 
 /// Why the lock was not taken.
 #[derive(Debug)]
@@ -31,6 +29,13 @@ impl LockError {
         match self {
             LockError::Held { .. } => "lock_held",
             LockError::Io { .. } => "io_error",
+        }
+    }
+
+    /// The lock file concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            LockError::Held { path } | LockError::Io { path, .. } => path,
         }
     }
 }
@@ -51,7 +56,14 @@ impl std::fmt::Display for LockError {
     }
 }
 
-impl std::error::Error for LockError {}
+impl std::error::Error for LockError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LockError::Held { .. } => None,
+            LockError::Io { source, .. } => Some(source),
+        }
+    }
+}
 
 /// The sidecar as it was before this run touched it, so a failed run can put it back.
 #[derive(Debug, Clone)]

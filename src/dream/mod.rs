@@ -1,10 +1,13 @@
 //! `dream`: locked, gated, jailed consolidation of the notes store by a dreamer model, audited
-//! in Git. The domain owns the lock ([`lock`]), the gates ([`gates`]), the jail ([`jail`]),
-//! the journal of attempted changes ([`journal`]), the Git audit ([`audit`]), the report
-//! ([`report`]) and the dreamer's task text ([`playbook`]). It never starts processes, reads
-//! the environment or the clock, or prints: the CLI layer (`cli::dream`) owns the dreamer
-//! process, signals, timeouts and output.
+//! in Git. The domain owns the whole run ([`run()`]: gates, lock, baseline, dreamer, journal,
+//! report, final commit, release), the lock ([`lock`]), the gates ([`gates`]), the jail
+//! ([`jail`]), the journal of attempted changes ([`journal`]), the Git audit ([`audit`]), the
+//! report ([`report`]), the dreamer's task text ([`playbook`]) and the names of what it leaves
+//! in a notes home ([`artifacts`]). It never starts processes, reads the environment or the
+//! clock, or prints: the CLI layer (`cli::dream`) implements [`Dreamer`] with the dreamer
+//! process, signals and timeouts, and prints the [`DreamOutcome`].
 
+pub mod artifacts;
 pub mod audit;
 pub mod gates;
 pub mod jail;
@@ -12,6 +15,9 @@ pub mod journal;
 pub mod lock;
 pub mod playbook;
 pub mod report;
+pub mod run;
+
+pub use run::{DreamOutcome, Dreamer, Options, run};
 
 /// The report's and commits' stamp for a run starting at `now`: UTC, `:` and `.` replaced by
 /// `-` so it is a portable file name (`2026-11-30T12-00-00-000Z`).

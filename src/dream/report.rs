@@ -1,4 +1,4 @@
-//! The dream report `dreams/<stamp>.md`: what the run was, what the dreamer said last, and
+//! The dream report `dreams/<stamp>.md` ([`super::artifacts::report_rel`]): what the run was, what the dreamer said last, and
 //! every write, edit and delete it attempted (refusals included), in order. Pure rendering.
 
 use super::journal::Entry;
@@ -22,6 +22,9 @@ pub struct ReportInput<'a> {
     pub gate_lines: &'a [String],
     pub forced: bool,
     pub entries: &'a [Entry],
+    /// Why the journal could not be read, when it could not (the attempted changes are then
+    /// unknown, not none).
+    pub journal_error: Option<&'a str>,
 }
 
 /// The report's markdown (always ends with a newline).
@@ -66,7 +69,9 @@ pub fn render(input: &ReportInput) -> String {
         out.push('\n');
     }
     out.push_str("\n## Attempted changes\n\n");
-    if input.entries.is_empty() {
+    if let Some(error) = input.journal_error {
+        out.push_str(&format!("- unknown: {}\n", error.replace('\n', " ")));
+    } else if input.entries.is_empty() {
         out.push_str("- none\n");
     }
     for entry in input.entries {
@@ -140,6 +145,7 @@ mod tests {
             gate_lines: &["time gate: no prior dream".into()],
             forced: true,
             entries: &entries,
+            journal_error: None,
         });
         assert!(text.starts_with("# Dream S (failed)\n"));
         assert!(text.contains("- outcome: failed (timeout)\n"));

@@ -31,6 +31,7 @@ pub use read::ReadOptions;
 
 use crate::envelope::{Refusal, fits};
 use crate::session::{Session, SessionError};
+use crate::words::{plural, seq_range};
 use page::{PageSpec, RowSource, Visible};
 
 /// Default `limit` of list and search pages.
@@ -243,14 +244,14 @@ pub struct Opened {
 
 /// Read `path` and project the branch ending at `leaf` (default: the last entry).
 pub fn open(path: &Path, leaf: Option<&str>) -> Result<Opened, HistoryError> {
-    Ok(open_testing_lines(path, leaf, &|_| false)?.0)
+    Ok(open_testing_lines(path, leaf, &|_| 0)?.0)
 }
 
 fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
-    line_test: &(dyn Fn(&[u8]) -> bool + Sync),
-) -> Result<(Opened, Vec<bool>), HistoryError> {
+    line_test: &crate::session::LineTest<'_>,
+) -> Result<(Opened, Vec<u64>), HistoryError> {
     let (session, flags) = Session::open_testing_lines(path, line_test)?;
     let leaf = session.leaf(leaf)?;
     let branch = session.active_branch(leaf);
@@ -315,17 +316,16 @@ fn render_windows(data: &WindowsData) -> String {
     let mut lines = vec![format!("session {}", data.session_id)];
     for w in &data.windows {
         lines.push(format!(
-            "window {} | seqs {}-{} | {} events",
+            "window {} | {} | {}",
             w.window_id,
-            seq(w.first_seq),
-            seq(w.last_seq),
-            w.item_count
+            seq_range(&seq(w.first_seq), &seq(w.last_seq)),
+            plural(w.item_count, "event", "events")
         ));
     }
     if data.more > 0 {
         lines.push(format!(
-            "{} more windows not shown; history_list also reports window ids on events",
-            data.more
+            "{} not shown; history_list also reports window ids on events",
+            plural(data.more, "more window", "more windows")
         ));
     }
     let mut text = lines.join("\n");
@@ -334,6 +334,7 @@ fn render_windows(data: &WindowsData) -> String {
 }
 
 /// [`windows`] over an already opened session.
+#[allow(clippy::expect_used, reason = "window rows serialise")]
 pub fn windows_in(opened: &Opened) -> Result<Rendered, HistoryError> {
     // Oldest first, stopping at the first row that does not fit.
     let total = opened.projection.windows.len();
@@ -442,6 +443,7 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
 
 /// The page of `vis` that `options` selects and the budget allows, with its text: the one
 /// rendering step `history-list` and `history-search` share.
+#[allow(clippy::expect_used, reason = "pages serialise")]
 fn render_page(
     opened: &Opened,
     loader: &mut Loader,
@@ -484,6 +486,18 @@ pub fn search(
     queries: &[String],
     options: &ListOptions,
 ) -> Result<Rendered, HistoryError> {
+    search_with(path, leaf, queries, options, true)
+}
+
+/// [`search`], with the raw-line prefilter switched off when `prefilter` is false (every event
+/// decoded): the reference the prefilter is tested against.
+pub(crate) fn search_with(
+    path: &Path,
+    leaf: Option<&str>,
+    queries: &[String],
+    options: &ListOptions,
+    use_prefilter: bool,
+) -> Result<Rendered, HistoryError> {
     let valid = !queries.is_empty() && queries.iter().all(|q| !q.is_empty());
     let matcher = if valid {
         Some(matcher::Matcher::new(queries))
@@ -493,9 +507,10 @@ pub fn search(
     let prefilter = matcher
         .as_ref()
         .and_then(|m| m.as_ref().ok())
-        .filter(|m| m.has_prefilter());
-    let (opened, maybe) = open_testing_lines(path, leaf, &|line: &[u8]| {
-        prefilter.is_some_and(|m| m.raw_may_match(line))
+        .and_then(|m| m.prefilter())
+        .filter(|_| use_prefilter);
+    let (opened, masks) = open_testing_lines(path, leaf, &|line: &[u8]| {
+        prefilter.map_or(0, |p| p.line_mask(line))
     })?;
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;
@@ -519,8 +534,8 @@ pub fn search(
     };
     let lower = options.after.unwrap_or(0);
     let upper = options.before.unwrap_or(u64::MAX);
-    let may_match =
-        |entry: usize| prefilter.is_none() || maybe.get(entry).copied().unwrap_or(false);
+    let mask = |entry: usize| masks.get(entry).copied().unwrap_or(u64::MAX);
+    let may_match = |lines: u64| prefilter.is_none_or(|p| p.candidate(lines));
     let mut loader = Loader::new(&opened.session);
     let mut vis = Vec::new();
     for event in filtered(projection, options, false) {
@@ -528,11 +543,12 @@ pub fn search(
         if e.seq <= lower || e.seq >= upper {
             continue;
         }
+        // A call's document spans its line and its result's line.
         let candidate = match e.source {
             projection::Source::Call { entry, result, .. } => {
-                may_match(entry) || result.is_some_and(may_match)
+                may_match(mask(entry) | result.map_or(0, mask))
             }
-            other => may_match(other.entry()),
+            other => may_match(mask(other.entry())),
         };
         if !candidate {
             continue;

@@ -16,6 +16,7 @@ use super::document::{Document, char_len, char_slice};
 use super::jsjson::array_index;
 use super::projection::{EventRole, Projection};
 use crate::envelope::{fits, largest_fitting};
+use crate::words::{plural, seq_range};
 
 /// Tool names listed per fold row.
 const FOLD_TOOL_NAMES: usize = 20;
@@ -184,8 +185,9 @@ fn render_row(row: &Row) -> String {
         }
         Row::Fold(f) => {
             let mut line = format!(
-                "seqs {}-{} | folded {} events",
-                f.first_seq, f.last_seq, f.count
+                "{} | folded {}",
+                seq_range(&f.first_seq.to_string(), &f.last_seq.to_string()),
+                plural(f.count, "event", "events")
             );
             if !f.tools.is_empty() {
                 let names: Vec<String> = f
@@ -197,7 +199,10 @@ fn render_row(row: &Row) -> String {
                 line.push_str(&names.join(", "));
             }
             if let Some(m) = f.omitted_tools {
-                line.push_str(&format!(" | {m} distinct tool names omitted"));
+                line.push_str(&format!(
+                    " | {} omitted",
+                    plural(m, "distinct tool name", "distinct tool names")
+                ));
             }
             line
         }
@@ -320,6 +325,7 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
 
 /// Select one page (§12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
 /// used only when `spec.fold`.
+#[allow(clippy::expect_used, reason = "kept is non-empty here; just pushed")]
 pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     vis: &[Visible],
     foldable: &[usize],

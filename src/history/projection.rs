@@ -163,6 +163,7 @@ enum Raw {
 impl Projection {
     /// Project `session` along `branch` (entry indexes root→leaf, from
     /// `Session::active_branch`).
+    #[allow(clippy::expect_used, reason = "the root window exists")]
     pub fn build(session: &Session, branch: &[usize]) -> Projection {
         // §2: seqs over all entries in file order.
         let mut first_seq = Vec::with_capacity(session.entries.len());

@@ -9,7 +9,7 @@ use std::io::Write;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{EventRole, ListOptions, list_in, open};
+use super::{EventRole, ListOptions, list_in, open, search_with};
 
 #[derive(Debug, Clone)]
 enum Kind {
@@ -216,6 +216,254 @@ proptest! {
         let consumed: HashMap<u64, u64> = opened.projection.paired_results.clone();
         for (result, call) in consumed {
             prop_assert!(call < result && !visible.contains(&result) && visible.contains(&call));
+        }
+    }
+}
+
+// ------------------------------------------------ prefilter soundness over raw session lines
+
+/// Words of generated text: a small vocabulary so that queries often hit, with case and
+/// non-ASCII variants, generated-looking words and characters the case folding relates.
+const WORDS: &[&str] = &[
+    "quokka",
+    "Rate",
+    "limit",
+    "zebra-quokka-7731",
+    "src/main.rs",
+    "error:",
+    "ERROR",
+    "cannot",
+    "fn",
+    "main()",
+    "café",
+    "İstanbul",
+    "straße",
+    "ſtop",
+    "Kelvin",
+    "output",
+    "recorded",
+    "null",
+    "1e21",
+    "1.0",
+    "-0",
+    "1500",
+    "ms",
+    "[x]",
+    "a,b",
+    "x\\\"y",
+    "tab\\tend",
+];
+
+/// Raw JSON text pieces for string contents: verbatim words and escapes of every kind.
+fn json_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        6 => prop::sample::select(WORDS).prop_map(str::to_string),
+        1 => Just("\\n".to_string()),
+        1 => Just("\\u001b[0m".to_string()),
+        1 => Just("caf\\u00e9".to_string()),
+        1 => Just("a\\/b".to_string()),
+        1 => Just("\\u0071uokka".to_string()),
+        1 => Just("\\\\".to_string()),
+        1 => Just("\\ud83d\\ude00".to_string()),
+        1 => Just("\\u000aquokka".to_string()),
+    ];
+    prop::collection::vec(
+        (
+            piece,
+            prop::sample::select(&[" ", "-", "", ": ", "/", ".", "\\n"][..]),
+        ),
+        0..6,
+    )
+    .prop_map(|parts| {
+        parts
+            .into_iter()
+            .map(|(w, sep)| format!("{w}{sep}"))
+            .collect()
+    })
+}
+
+/// Raw JSON values for tool-call arguments: numbers in non-canonical forms, strings, nesting.
+fn json_arg() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        prop::sample::select(
+            &[
+                "1.0",
+                "1e21",
+                "1E21",
+                "1.5E3",
+                "-0",
+                "1e-6",
+                "9007199254740993",
+                "0.5",
+                "12",
+                "100",
+                "-1.50e+2",
+                "true",
+                "null"
+            ][..]
+        )
+        .prop_map(str::to_string),
+        json_text().prop_map(|t| format!("\"{t}\"")),
+    ];
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(|v| format!("[{}]", v.join(","))),
+            prop::collection::vec(
+                (
+                    prop::sample::select(&["a", "7", "10", "path", "2", "b c"][..]),
+                    inner
+                ),
+                0..3
+            )
+            .prop_map(|kv| format!(
+                "{{{}}}",
+                kv.into_iter()
+                    .map(|(k, v)| format!("\"{k}\": {v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        ]
+    })
+}
+
+#[derive(Debug, Clone)]
+enum RawKind {
+    User(String),
+    Assistant {
+        text: String,
+        calls: Vec<(String, String)>,
+    },
+    Result {
+        call: usize,
+        text: String,
+        nested: Option<String>,
+    },
+    Bash {
+        command: String,
+        output: String,
+    },
+    Summary(String),
+}
+
+fn raw_kind() -> impl Strategy<Value = RawKind> {
+    prop_oneof![
+        2 => json_text().prop_map(RawKind::User),
+        3 => (json_text(), prop::collection::vec((prop::sample::select(&["bash", "read", "error", "output"][..]).prop_map(str::to_string), json_arg()), 0..3))
+            .prop_map(|(text, calls)| RawKind::Assistant { text, calls }),
+        3 => (0usize..12, json_text(), prop::option::of(json_arg()))
+            .prop_map(|(call, text, nested)| RawKind::Result { call, text, nested }),
+        1 => (json_text(), json_text()).prop_map(|(command, output)| RawKind::Bash { command, output }),
+        1 => json_text().prop_map(RawKind::Summary),
+    ]
+}
+
+fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, r#"{{"type":"session","version":3,"id":"prefilter","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#).unwrap();
+    let mut calls = 0usize;
+    for (i, kind) in spec.iter().enumerate() {
+        let parent = if i == 0 {
+            "null".to_string()
+        } else {
+            format!("\"e{}\"", i - 1)
+        };
+        let head = format!(
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":"#
+        );
+        let line = match kind {
+            RawKind::User(text) => format!(r#"{head}{{"role":"user","content":"{text}"}}}}"#),
+            RawKind::Assistant { text, calls: list } => {
+                let mut blocks = vec![format!(r#"{{"type":"text","text":"{text}"}}"#)];
+                for (name, args) in list {
+                    blocks.push(format!(
+                        r#"{{"type":"toolCall","id":"c{}","name":"{name}","arguments":{args}}}"#,
+                        calls % 12
+                    ));
+                    calls += 1;
+                }
+                format!(
+                    r#"{head}{{"role":"assistant","content":[{}]}}}}"#,
+                    blocks.join(",")
+                )
+            }
+            RawKind::Result { call, text, nested } => {
+                let nested = nested.as_ref().map_or(String::new(), |args| format!(r#","nestedCalls":{{"complete":true,"calls":[{{"id":"n","name":"grep","status":"ok","durationMs":1.5E3,"arguments":{args}}}]}}"#));
+                format!(
+                    r#"{head}{{"role":"toolResult","toolCallId":"c{call}","toolName":"read","content":[{{"type":"text","text":"{text}"}}],"isError":false{nested}}}}}"#
+                )
+            }
+            RawKind::Bash { command, output } => format!(
+                r#"{head}{{"role":"bashExecution","command":"{command}","output":"{output}","exitCode":1.0}}}}"#
+            ),
+            RawKind::Summary(text) => format!(
+                r#"{{"type":"compaction","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","summary":"{text}"}}"#
+            ),
+        };
+        writeln!(file, "{line}").unwrap();
+    }
+    file
+}
+
+/// Queries: vocabulary words joined by separators, numbers as JavaScript prints them, and
+/// generated-text pieces.
+fn query() -> impl Strategy<Value = String> {
+    let word = prop_oneof![
+        6 => prop::sample::select(WORDS).prop_map(str::to_string),
+        1 => prop::sample::select(&["1e+21", "1500", "1", "0.000001", "-150", "9007199254740992", "--- output ---", "1 recorded", "(arguments", "[ok]", "1500ms", "\"a\":1", "é", "QUOKKA", "K", "ſ", "\n", "\u{1b}[0m", "/b", "\"7\":"][..]).prop_map(str::to_string),
+    ];
+    prop::collection::vec(
+        (
+            word,
+            prop::sample::select(&["", " ", "-", ": ", "/", ".", "\n", ","][..]),
+        ),
+        1..3,
+    )
+    .prop_map(|parts| {
+        let q: String = parts
+            .into_iter()
+            .map(|(w, sep)| format!("{w}{sep}"))
+            .collect();
+        q
+    })
+    .prop_filter("queries are non-empty", |q| !q.is_empty())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn search_with_the_prefilter_equals_search_without(
+        spec in prop::collection::vec(raw_kind(), 1..14),
+        mut queries in prop::collection::vec(query(), 1..3),
+        cuts in prop::collection::vec((any::<usize>(), any::<usize>(), 1usize..14), 0..3),
+        roles_pick in 0usize..3,
+    ) {
+        let file = write_raw(&spec);
+        // Also query pieces of the documents themselves, so that hits are common.
+        let opened = open(file.path(), None).unwrap();
+        let mut loader = super::Loader::new(&opened.session);
+        let docs: Vec<String> = opened.projection.events.iter()
+            .map(|e| super::document::build(&mut loader, e).unwrap().text)
+            .collect();
+        for (pick, start, len) in cuts {
+            if docs.is_empty() { break; }
+            let doc = &docs[pick % docs.len()];
+            let n = super::document::char_len(doc);
+            if n == 0 { continue; }
+            let piece = super::document::char_slice(doc, start % n, len).to_string();
+            queries.push(piece);
+        }
+        let roles = match roles_pick {
+            0 => None,
+            1 => Some(vec![EventRole::Tool]),
+            _ => Some(vec![EventRole::User, EventRole::Assistant, EventRole::Context]),
+        };
+        let options = ListOptions { limit: 100, roles, max_chars_per_item: 40, ..ListOptions::default() };
+        let with = search_with(file.path(), None, &queries, &options, true).map(|r| (r.data, r.text));
+        let without = search_with(file.path(), None, &queries, &options, false).map(|r| (r.data, r.text));
+        match (with, without) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert_eq!(a.err().map(|e| e.code()), b.err().map(|e| e.code())),
         }
     }
 }

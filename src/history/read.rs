@@ -11,7 +11,7 @@ use super::jsjson;
 use super::page::push_skipped_note;
 use super::projection::EventRole;
 use super::{HistoryError, Opened, Rendered};
-use crate::envelope::{fits, largest_fitting};
+use crate::envelope::{fits_js, largest_fitting};
 
 /// Default `limit_chars`.
 pub const DEFAULT_LIMIT_CHARS: usize = 12_000;
@@ -87,7 +87,7 @@ struct ReadData<'a> {
     skipped_lines: u64,
 }
 
-/// A nested-call record with the wire's snake_case keys.
+/// A nested-call record with the wire's snake_case keys, its values as JavaScript holds them.
 fn snake_record(record: &Value) -> Value {
     match record {
         Value::Object(map) => {
@@ -98,7 +98,9 @@ fn snake_record(record: &Value) -> Value {
                     "durationMs" => "duration_ms",
                     other => other,
                 };
-                out.insert(key.to_string(), value.clone());
+                // Converting a `Value` cannot fail (its keys are strings).
+                let js = serde_json::to_value(jsjson::Js(value)).unwrap_or(Value::Null);
+                out.insert(key.to_string(), js);
             }
             Value::Object(out)
         }
@@ -112,7 +114,10 @@ fn execution_of(doc: &Document) -> Option<Execution> {
         Some(arguments) => {
             let bytes = jsjson::to_string(arguments).len();
             if bytes <= EXECUTION_JSON_MAX_BYTES {
-                (Some(arguments.clone()), None)
+                // JavaScript's key order and numbers, printed as such by the wire writer.
+                // Converting a `Value` cannot fail (its keys are strings).
+                let js = serde_json::to_value(jsjson::Js(arguments)).unwrap_or(Value::Null);
+                (Some(js), None)
             } else {
                 (None, Some(bytes))
             }
@@ -125,7 +130,7 @@ fn execution_of(doc: &Document) -> Option<Execution> {
         let mut omitted = 0usize;
         for record in &nested.calls {
             let record = snake_record(record);
-            let bytes = serde_json::to_vec(&record).map_or(usize::MAX, |v| v.len());
+            let bytes = jsjson::to_wire_string(&record).map_or(usize::MAX, |v| v.len());
             if used + bytes > EXECUTION_JSON_MAX_BYTES {
                 omitted += 1;
                 continue;
@@ -242,6 +247,7 @@ fn render(data: &ReadData) -> String {
 }
 
 /// Read one event over an opened session.
+#[allow(clippy::expect_used, reason = "read data serialises")]
 pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, HistoryError> {
     let projection = &opened.projection;
     let seq = options.seq;
@@ -315,7 +321,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
     };
     let trial = |d: usize| {
         let data = build(d);
-        fits(&data, &render(&data))
+        fits_js(&data, &render(&data))
     };
     // First the whole range (its footer may vanish at the end), then the largest fitting size.
     let delivered = largest_fitting(range, trial).filter(|&d| d >= 1 || range == 0);

@@ -262,6 +262,10 @@ pub fn with_md(path: &str) -> String {
     }
 }
 
+/// The longest path segment (directory or file name, `.md` included), in bytes: the file
+/// system's name limit. A longer segment is an `invalid_address` before anything is touched.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
 pub(crate) fn no_session() -> NoteError {
     err(
         ErrorKind::NoSession,
@@ -285,9 +289,25 @@ fn check_vpath(input: &str, path: &str) -> Result<(), NoteError> {
             "paths reject \"..\", \".\", and empty segments",
         ));
     }
+    // The file system's name limit, checked up front: the last segment with `.md` ensured. A
+    // path over the whole-path cap is left to `check_path_cap` (`too_large`).
+    let file = with_md(path);
+    if path.len() > MAX_NOTE_PATH_BYTES {
+        return Ok(());
+    }
+    if let Some(long) = file.split('/').find(|s| s.len() > MAX_SEGMENT_BYTES) {
+        return Err(address_error(
+            input,
+            &format!(
+                "a path segment is {} bytes; segments are at most {MAX_SEGMENT_BYTES} bytes (with .md)",
+                long.len()
+            ),
+        ));
+    }
     Ok(())
 }
 
+#[allow(clippy::expect_used, reason = "a string always serialises to JSON")]
 fn quoted(input: &str) -> String {
     serde_json::to_string(input).expect("a string always serialises to JSON")
 }
@@ -391,10 +411,17 @@ mod tests {
     #[test]
     fn path_cap_counts_vpath_bytes() {
         let id = id();
-        let ok = Address::decode(&"é".repeat(256), &id).unwrap();
+        let segments = vec!["é".repeat(50); 5].join("/");
+        let exact = format!("{segments}/{}x", "é".repeat(3));
+        assert_eq!(exact.len(), 512);
+        let ok = Address::decode(&exact, &id).unwrap();
         assert!(ok.check_path_cap().is_ok());
-        let long = Address::decode(&format!("{}x", "é".repeat(256)), &id).unwrap();
+        let long = Address::decode(&format!("{exact}x"), &id).unwrap();
         assert_eq!(long.check_path_cap().unwrap_err().code(), "too_large");
+        // One segment over the file-name limit is refused by the decoder itself.
+        let e = Address::decode(&"é".repeat(127), &id).unwrap_err();
+        assert_eq!(e.code(), "invalid_address");
+        assert!(Address::decode(&"é".repeat(126), &id).is_ok());
     }
 
     #[test]

@@ -228,6 +228,7 @@ pub fn scalar(text: &str) -> Value {
 
 /// How one value is written: bare when it is a plain token (`^[A-Za-z0-9_.+\-:/]+$` and not a
 /// YAML reserved word), compact JSON otherwise.
+#[allow(clippy::expect_used, reason = "JSON values always serialise")]
 pub fn write_scalar(value: &Value, out: &mut String) {
     if let Value::String(s) = value
         && !s.is_empty()

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod address;
+pub mod date;
 pub mod error;
 pub mod frontmatter;
 pub mod identity;
@@ -23,7 +24,7 @@ pub mod query;
 pub mod store;
 pub mod wire;
 
-pub use address::{Address, Home, MAX_NOTE_PATH_BYTES, Scope, with_md};
+pub use address::{Address, Home, MAX_NOTE_PATH_BYTES, MAX_SEGMENT_BYTES, Scope, with_md};
 pub use error::{ErrorKind, NoteError};
 pub use identity::{
     Identity, IdentityError, is_slug, model_slug, project_key, project_root, slugify,

@@ -1,9 +1,9 @@
 //! Note metadata: the normalised view of a frontmatter block (origin, timestamps, access
 //! bookkeeping, crumpled state, project, extras) and its serialisation back to a file.
-//! Timestamps are written RFC 3339 with milliseconds and a numeric offset; any RFC 3339 (or
-//! epoch milliseconds) is accepted on read. Time is always passed in, never read here.
+//! Timestamps are written RFC 3339 with milliseconds and a numeric offset; on read they follow
+//! the one date grammar of [`super::date`]. Time is always passed in, never read here.
 
-use chrono::{DateTime, FixedOffset, SecondsFormat, TimeZone};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde_json::{Map, Value};
 
 use super::error::{ErrorKind, NoteError, err};
@@ -33,6 +33,7 @@ impl Origin {
         }
     }
 
+    #[allow(clippy::expect_used, reason = "strings serialise")]
     pub fn parse(value: &str) -> Result<Origin, NoteError> {
         match value {
             "user" => Ok(Origin::User),
@@ -91,19 +92,15 @@ impl NoteMeta {
         }
     }
 
-    /// Normalise parsed fields; missing or unreadable timestamps become `now`.
-    pub fn from_fields(fields: &Map<String, Value>, now: DateTime<FixedOffset>) -> NoteMeta {
+    /// Normalise parsed fields; a missing or unreadable timestamp becomes `fallback` (callers
+    /// pass the note file's modification time, see [`NoteMeta::has_all_stamps`]).
+    pub fn from_fields(fields: &Map<String, Value>, fallback: DateTime<FixedOffset>) -> NoteMeta {
         let origin = fields
             .get("origin")
             .and_then(Value::as_str)
             .and_then(|s| Origin::parse(s).ok())
             .unwrap_or(Origin::Myself);
-        let stamp = |key: &str| {
-            fields
-                .get(key)
-                .and_then(|v| parse_stamp(v, now))
-                .unwrap_or(now)
-        };
+        let stamp = |key: &str| fields.get(key).and_then(parse_stamp).unwrap_or(fallback);
         let access_count = fields
             .get("accessCount")
             .and_then(Value::as_f64)
@@ -123,6 +120,14 @@ impl NoteMeta {
             crumpled_at: fields.get("crumpledAt").cloned(),
             other,
         }
+    }
+
+    /// Whether `createdAt`, `updatedAt` and `lastAccessed` all read as dates, so
+    /// [`NoteMeta::from_fields`] will not use its fallback (and a caller need not find one).
+    pub fn has_all_stamps(fields: &Map<String, Value>) -> bool {
+        ["createdAt", "updatedAt", "lastAccessed"]
+            .iter()
+            .all(|key| fields.get(*key).and_then(parse_stamp).is_some())
     }
 
     pub fn is_crumpled(&self) -> bool {
@@ -180,10 +185,10 @@ impl NoteMeta {
 /// assert!(meta.is_crumpled());
 /// assert_eq!(body, "hi");
 /// ```
-pub fn parse_note(raw: &str, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
+pub fn parse_note(raw: &str, fallback: DateTime<FixedOffset>) -> (NoteMeta, String) {
     let parsed = frontmatter::parse(raw);
     (
-        NoteMeta::from_fields(&parsed.fields, now),
+        NoteMeta::from_fields(&parsed.fields, fallback),
         parsed.body.into_owned(),
     )
 }
@@ -208,15 +213,11 @@ pub fn format_stamp(t: DateTime<FixedOffset>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, false)
 }
 
-/// A timestamp value: a finite number is epoch milliseconds (shown in `now`'s offset), a string
-/// any RFC 3339 instant.
-pub fn parse_stamp(value: &Value, now: DateTime<FixedOffset>) -> Option<DateTime<FixedOffset>> {
+/// A timestamp value: a string in the one date grammar of [`super::date`] (the same one
+/// `doctor` checks). Numbers, epoch milliseconds included, are not dates.
+pub fn parse_stamp(value: &Value) -> Option<DateTime<FixedOffset>> {
     match value {
-        Value::String(s) => DateTime::parse_from_rfc3339(s.trim()).ok(),
-        Value::Number(n) => {
-            let ms = n.as_f64().filter(|f| f.is_finite())?;
-            now.offset().timestamp_millis_opt(ms as i64).single()
-        }
+        Value::String(s) => super::date::parse_date(s),
         _ => None,
     }
 }
@@ -251,15 +252,17 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_accept_any_rfc3339_and_epoch_ms_and_default_to_now() {
-        let raw = "---\ncreatedAt: 2020-01-01T00:00:00Z\nupdatedAt: 1600000000000\nlastAccessed: garbage\naccessCount: 2.5\norigin: bogus\ncreated_at: keep\n---\n\nb";
+    fn timestamps_follow_the_date_grammar_and_fall_back_otherwise() {
+        let raw = "---\ncreatedAt: 2020-01-01\nupdatedAt: 1600000000000\nlastAccessed: garbage\naccessCount: 2.5\norigin: bogus\ncreated_at: keep\n---\n\nb";
         let (meta, _) = parse_note(raw, now());
         assert_eq!(
             format_stamp(meta.created_at),
             "2020-01-01T00:00:00.000+00:00"
         );
-        assert_eq!(meta.updated_at.timestamp_millis(), 1_600_000_000_000);
+        assert_eq!(meta.updated_at, now(), "epoch milliseconds are not a date");
         assert_eq!(meta.last_accessed, now());
+        let fields = frontmatter::parse(raw).fields;
+        assert!(!NoteMeta::has_all_stamps(&fields));
         assert_eq!(meta.access_count, 2.5);
         assert_eq!(meta.origin, Origin::Myself);
         assert_eq!(

@@ -47,12 +47,21 @@ impl Query {
     pub fn plan(&self, identity: &Identity) -> Result<Plan, NoteError> {
         let pattern = match self.pattern.as_deref() {
             None | Some("") => None,
+            Some(p) if p.len() > MAX_PATTERN_BYTES => {
+                return Err(err(
+                    ErrorKind::InvalidPattern,
+                    format!(
+                        "invalid pattern: {} bytes, glob patterns are at most {MAX_PATTERN_BYTES} bytes",
+                        p.len()
+                    ),
+                ));
+            }
             Some(p) if p.contains(['\0', '\\']) => {
                 return Err(err(
                     ErrorKind::InvalidPattern,
                     format!(
                         "invalid pattern {}: glob patterns reject NUL and backslashes",
-                        serde_json::to_string(p).expect("strings serialise")
+                        quoted(p)
                     ),
                 ));
             }
@@ -94,7 +103,7 @@ impl Query {
                 _ => HomeSelection::Homes(Home::defaults(identity).to_vec()),
             },
         };
-        let pattern = pattern.as_deref().map(compile_glob);
+        let pattern = pattern.as_deref().map(compile_glob).transpose()?;
         Ok(Plan {
             homes,
             pattern,
@@ -135,7 +144,7 @@ fn homes_of_pattern(pattern: &str) -> Result<HomeSelection, NoteError> {
                     ErrorKind::InvalidScope,
                     format!(
                         "invalid pattern {}: @{head}/<slug>/ needs a canonical lowercase slug",
-                        serde_json::to_string(pattern).expect("strings serialise")
+                        quoted(pattern)
                     ),
                 ));
             } else {
@@ -149,9 +158,22 @@ fn homes_of_pattern(pattern: &str) -> Result<HomeSelection, NoteError> {
     })
 }
 
+/// The longest glob pattern accepted, in bytes: four times the longest note path, far more than
+/// any display address; a longer pattern is refused with `invalid_pattern`.
+pub const MAX_PATTERN_BYTES: usize = 2048;
+
+/// The compiled-program size a glob may reach; a pattern beyond it is refused, never a panic.
+const GLOB_SIZE_LIMIT: usize = 16 << 20;
+
+/// A string as a JSON literal, for messages.
+fn quoted(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
 /// Glob → anchored regex: `**/` = zero or more whole segments, `**` = anything, `*` = anything
-/// but `/`, every other character (`?` included) literal.
-pub fn compile_glob(pattern: &str) -> Regex {
+/// but `/`, every other character (`?` included) literal. A pattern whose automaton would be
+/// too large is refused with `invalid_pattern`.
+pub fn compile_glob(pattern: &str) -> Result<Regex, NoteError> {
     let mut re = String::from("^(?s:");
     let mut rest = pattern;
     while !rest.is_empty() {
@@ -164,14 +186,25 @@ pub fn compile_glob(pattern: &str) -> Regex {
         } else if let Some(r) = rest.strip_prefix('*') {
             re.push_str("[^/]*");
             rest = r;
-        } else {
-            let c = rest.chars().next().expect("rest is non-empty");
+        } else if let Some(c) = rest.chars().next() {
             re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
             rest = &rest[c.len_utf8()..];
         }
     }
     re.push_str(")$");
-    Regex::new(&re).expect("an escaped glob always compiles")
+    RegexBuilder::new(&re)
+        .size_limit(GLOB_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            let why = match e {
+                regex::Error::CompiledTooBig(_) => "it compiles to too large an automaton".into(),
+                other => other.to_string(),
+            };
+            err(
+                ErrorKind::InvalidPattern,
+                format!("invalid pattern: {why}; use fewer wildcards"),
+            )
+        })
 }
 
 /// Recency order: `updated_at` descending, then the address compared case-insensitively
@@ -335,6 +368,7 @@ mod tests {
 
     #[test]
     fn globs() {
+        let compile_glob = |p: &str| compile_glob(p).unwrap();
         let g = compile_glob("**/x.md");
         assert!(g.is_match("x.md") && g.is_match("a/b/x.md") && g.is_match("@human/x.md"));
         let g = compile_glob("*.md");

@@ -14,7 +14,7 @@ use super::address::{Address, Home, Scope, no_session};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
-use super::note::{NoteMeta, Origin, format_stamp, parse_note, serialize_note};
+use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
 use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, body_matches, recency_order};
 use crate::fsio;
 
@@ -213,7 +213,7 @@ impl Store {
                     (meta, WriteOutcome::Created)
                 }
                 Some(raw) => {
-                    let (meta, _) = parse_note(raw, now);
+                    let (meta, _) = parse_note_at(raw, &path, now);
                     let outcome = if meta.is_crumpled() {
                         WriteOutcome::Uncrumpled
                     } else {
@@ -247,6 +247,7 @@ impl Store {
         now: DateTime<FixedOffset>,
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
+        address.check_path_cap()?;
         let path = self.physical(&address)?;
         let Some(_lock) = fsio::lock_existing(&path)? else {
             return Ok(None);
@@ -254,7 +255,7 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Ok(None);
         };
-        let (mut meta, body) = parse_note(&raw, now);
+        let (mut meta, body) = parse_note_at(&raw, &path, now);
         meta.last_accessed = now;
         meta.access_count += 1.0;
         let text = frontmatter::serialize(&meta.to_fields(), &body);
@@ -272,8 +273,7 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Ok(None);
         };
-        // Timestamps missing from the file have no meaningful "now" here; the epoch marks them.
-        Ok(Some(parse_note(&raw, epoch())))
+        Ok(Some(parse_note_at(&raw, &path, epoch())))
     }
 
     /// The body of a home's top-level `MAP.md`, if it exists (read-only, no access bump).
@@ -310,7 +310,7 @@ impl Store {
         let Some(raw) = read_optional(&path)? else {
             return Err(not_found());
         };
-        let (mut meta, body) = parse_note(&raw, now);
+        let (mut meta, body) = parse_note_at(&raw, &path, now);
         let before = meta.clone();
         let (next, applied) = apply_edits(&body, edits, options.replace_all)?;
         if let Some(origin) = options.origin {
@@ -405,7 +405,7 @@ impl Store {
                     true
                 }
             };
-            let (mut meta, body) = parse_note(&raw, now);
+            let (mut meta, body) = parse_note_at(&raw, &source, now);
             match (from.home.scope, to.home.scope) {
                 (Scope::Session, Scope::Session) => {}
                 (_, Scope::Session) => {
@@ -517,6 +517,10 @@ impl Store {
         resolve_inside(&self.identity.root, &lexical)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "candidates only come from readable homes"
+    )]
     fn scan(&self, query: &Query, scan: &Scan) -> Result<Scanned, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
@@ -734,7 +738,8 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
     match scan {
         Scan::List => {
             let fields = frontmatter::fields_of_bytes(buf);
-            Examined::Hit(Box::new(NoteMeta::from_fields(&fields, epoch())), None)
+            let fallback = stamp_fallback(&fields, &candidate.path, epoch());
+            Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
         Scan::Search(matcher, max) => {
             let (Some(bytes_re), Some(text_re)) = (&matcher.bytes, &matcher.text) else {
@@ -750,7 +755,8 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
             if total == 0 {
                 return Examined::Skip;
             }
-            let meta = NoteMeta::from_fields(&parsed.fields, epoch());
+            let fallback = stamp_fallback(&parsed.fields, &candidate.path, epoch());
+            let meta = NoteMeta::from_fields(&parsed.fields, fallback);
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
     }
@@ -812,6 +818,10 @@ fn read_to_end_plain(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize) -> 
 }
 
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
+#[allow(
+    clippy::expect_used,
+    reason = "scan workers do not panic because they only read"
+)]
 fn process_parallel<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T, &mut Vec<u8>) -> R + Sync,
@@ -958,6 +968,36 @@ fn not_found() -> NoteError {
 
 fn epoch() -> DateTime<FixedOffset> {
     DateTime::UNIX_EPOCH.fixed_offset()
+}
+
+/// Parse a note file read from `path`; a timestamp it lacks (or that is not a date) takes the
+/// file's modification time, the truest date the filesystem has for a hand-written note.
+fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
+    let parsed = frontmatter::parse(raw);
+    let fallback = stamp_fallback(&parsed.fields, path, now);
+    (
+        NoteMeta::from_fields(&parsed.fields, fallback),
+        parsed.body.into_owned(),
+    )
+}
+
+/// What a missing or unreadable timestamp of the note at `path` becomes: the file's
+/// modification time (in `otherwise`'s offset), or `otherwise` when the file cannot be
+/// stat'ed. The stat happens only when some timestamp needs it, so well-formed notes cost
+/// nothing extra.
+fn stamp_fallback(
+    fields: &serde_json::Map<String, serde_json::Value>,
+    path: &Path,
+    otherwise: DateTime<FixedOffset>,
+) -> DateTime<FixedOffset> {
+    if NoteMeta::has_all_stamps(fields) {
+        return otherwise;
+    }
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(|t| DateTime::<chrono::Utc>::from(t).with_timezone(otherwise.offset()))
+        .unwrap_or(otherwise)
 }
 
 fn exists(path: &Path) -> Result<bool, NoteError> {

@@ -16,6 +16,7 @@ use super::store::{
     WriteReceipt,
 };
 use crate::envelope::{OUTPUT_BUDGET_BYTES, fits, largest_fitting, ok_envelope_bytes};
+use crate::words::plural;
 
 /// Default read window, in code points.
 pub const DEFAULT_READ_WINDOW_CHARS: usize = 12_000;
@@ -53,10 +54,6 @@ fn address_fields(display: &str, address: &Address, identity: &Identity) -> Map<
         map.insert("project_key".into(), identity.project_key.clone().into());
     }
     map
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The refusal form of a library error: code, message, and `details` (`line_numbers` capped at
@@ -165,9 +162,12 @@ fn metadata_line(metadata: &Value) -> String {
         parts.push(format!("extra {extra}"));
     }
     if let Some(omitted) = metadata.get("omitted_extra") {
+        let count = |key: &str| omitted[key].as_u64().unwrap_or(0) as usize;
         parts.push(format!(
-            "{} more metadata values ({} bytes) are in the note file but too large to show",
-            omitted["keys"], omitted["bytes"]
+            "{} ({}) {} in the note file but too large to show",
+            plural(count("keys"), "more metadata value", "more metadata values"),
+            plural(count("bytes"), "byte", "bytes"),
+            if count("keys") == 1 { "is" } else { "are" }
         ));
     }
     parts.join(" | ")
@@ -459,17 +459,24 @@ fn row_line(display: &str, address: &Address, meta: &NoteMeta, identity: &Identi
     line
 }
 
-fn footers(status: &Status, more: usize, verb: &str, what: &str) -> Vec<String> {
+fn footers(status: &Status, more: usize, words: &SnapshotWords) -> Vec<String> {
     let mut out = Vec::new();
     if more > 0 {
         out.push(format!(
-            "{more} more matching {what} omitted; narrow with pattern"
+            "{} omitted; narrow with pattern",
+            plural(more, words.more_one, words.more_many)
         ));
     }
-    if status.crumpled_excluded > 0 {
+    // The count is of every crumpled note in the homes looked at, not of matching ones (a
+    // search does not read them), so the footer says what was skipped, not what matched.
+    let crumpled = status.crumpled_excluded;
+    if crumpled > 0 {
         out.push(format!(
-            "{} crumpled notes hidden; pass wastebasket to {verb} them",
-            status.crumpled_excluded
+            "{} {}; pass wastebasket to {} {}",
+            plural(crumpled, "crumpled note", "crumpled notes"),
+            words.skipped,
+            words.verb,
+            if crumpled == 1 { "it" } else { "them" }
         ));
     }
     for home in &status.homes_unavailable {
@@ -492,17 +499,28 @@ fn snapshot_data(files: Vec<Value>, more: usize, status: &Status) -> Value {
 struct SnapshotWords {
     one: &'static str,
     many: &'static str,
+    /// The rows left out for the budget or the limit: `1 more matching note`.
+    more_one: &'static str,
+    more_many: &'static str,
+    /// What happened to the crumpled notes the scan skipped.
+    skipped: &'static str,
     verb: &'static str,
 }
 
 const LIST_WORDS: SnapshotWords = SnapshotWords {
     one: "note",
     many: "notes",
+    more_one: "more matching note",
+    more_many: "more matching notes",
+    skipped: "hidden",
     verb: "list",
 };
 const SEARCH_WORDS: SnapshotWords = SnapshotWords {
     one: "file",
     many: "files",
+    more_one: "more matching file",
+    more_many: "more matching files",
+    skipped: "not searched",
     verb: "search",
 };
 
@@ -515,7 +533,7 @@ fn render_snapshot(
 ) -> Rendered {
     let mut lines = vec![plural(rows.len(), words.one, words.many)];
     lines.extend(rows.iter().map(|(_, t)| t.clone()));
-    lines.extend(footers(status, more, words.verb, words.many));
+    lines.extend(footers(status, more, words));
     Rendered {
         data: snapshot_data(rows.iter().map(|(v, _)| v.clone()).collect(), more, status),
         text: lines.join("\n"),

@@ -196,16 +196,17 @@ pub struct Session {
 impl Session {
     /// Open and read a session file.
     pub fn open(path: &Path) -> Result<Session, SessionError> {
-        Ok(Self::open_testing_lines(path, &|_| false)?.0)
+        Ok(Self::open_testing_lines(path, &|_| 0)?.0)
     }
 
     /// Open and read a session file, also testing the raw bytes of every entry line with
     /// `line_test` while streaming; the result holds one flag per entry. Search uses this to
     /// test lines cheaply without a second pass over the file.
+    #[allow(clippy::expect_used, reason = "a chunk decoder does not panic")]
     pub fn open_testing_lines(
         path: &Path,
-        line_test: &(dyn Fn(&[u8]) -> bool + Sync),
-    ) -> Result<(Session, Vec<bool>), SessionError> {
+        line_test: &LineTest<'_>,
+    ) -> Result<(Session, Vec<u64>), SessionError> {
         let io_error = |source: std::io::Error| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 SessionError::NotFound {
@@ -382,6 +383,10 @@ impl Session {
 
     /// The raw bytes of one entry's line, re-read from the file (earlier lines never change
     /// while Pi appends).
+    #[allow(
+        clippy::expect_used,
+        reason = "a line fits in memory because it was read"
+    )]
     pub fn raw_line(&self, index: usize) -> Result<Vec<u8>, SessionError> {
         use std::os::unix::fs::FileExt;
         let entry = &self.entries[index];
@@ -420,6 +425,9 @@ impl Session {
     }
 }
 
+/// A test of one entry line's raw bytes, run while the file streams (search's prefilter).
+pub type LineTest<'a> = dyn Fn(&[u8]) -> u64 + Sync + 'a;
+
 /// The hash of an entry id in [`Session::by_id`].
 fn id_hash(id: &str) -> u64 {
     FxBuildHasher.hash_one(id)
@@ -442,7 +450,7 @@ struct Chunk {
     /// Every object line other than a `session` line, decoded as a v3 entry.
     entries: Vec<Entry>,
     /// `line_test` of each entry's raw line.
-    flags: Vec<bool>,
+    flags: Vec<u64>,
     first_session: Option<FirstSession>,
     /// Non-blank lines that were not one JSON object.
     malformed: u64,
@@ -451,6 +459,7 @@ struct Chunk {
 }
 
 /// `chunks + 1` file offsets: 0, the starts of lines near each `k * size / chunks`, and `size`.
+#[allow(clippy::expect_used, reason = "bounds start with 0; non-empty")]
 fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
     let mut bounds = vec![0u64];
@@ -485,7 +494,7 @@ fn decode_chunk(
     size: u64,
     from: u64,
     to: u64,
-    line_test: &(dyn Fn(&[u8]) -> bool + Sync),
+    line_test: &LineTest<'_>,
 ) -> std::io::Result<Chunk> {
     // Positioned reads: chunks share one descriptor but never its file offset.
     let mut reader = LineReader::new(PositionedReader {
@@ -882,10 +891,11 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
         let (session, flags) =
-            Session::open_testing_lines(file.path(), &|line| line.ends_with(b"}}")).unwrap();
+            Session::open_testing_lines(file.path(), &|line| u64::from(line.ends_with(b"}}")))
+                .unwrap();
         assert_eq!(session.entries.len(), expected);
         assert_eq!(session.skipped_lines, 4);
-        assert!(flags.iter().all(|f| *f));
+        assert!(flags.iter().all(|f| *f == 1));
         assert_eq!(
             session.active_branch(session.leaf(None).unwrap()).len(),
             expected

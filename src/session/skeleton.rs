@@ -52,12 +52,58 @@ pub(crate) struct ContentMeta {
     pub tool_calls: Vec<(Option<String>, Option<String>)>,
 }
 
-/// Decode one line. `Err` means the line is not one JSON object (malformed).
+/// Decode one line. `Err` means the line is not one JSON object (malformed), including a line
+/// nested deeper than a full decode accepts (see [`too_deep`]), so that every reader of the
+/// file applies one rule to it.
 pub(crate) fn decode(line: &[u8]) -> Result<RawEntry<'_>, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(line);
     let entry = de.deserialize_map(EntryVisitor)?;
     de.end()?;
+    if too_deep(line) {
+        return Err(de::Error::custom("recursion limit exceeded"));
+    }
     Ok(entry)
+}
+
+/// Arrays and objects nested this deep make serde_json's full decode fail (its recursion
+/// limit): the skeleton skips nested values without that limit, so it checks the depth itself.
+pub(crate) const MAX_NESTING: usize = 127;
+
+/// Whether the JSON text `line` nests arrays/objects more than [`MAX_NESTING`] deep. Cheap for
+/// the common line: only a line with more than that many `[`/`{` bytes is scanned for
+/// structure (skipping strings).
+pub(crate) fn too_deep(line: &[u8]) -> bool {
+    let openers = line.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if openers <= MAX_NESTING {
+        return false;
+    }
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < line.len() {
+        let b = line[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_NESTING {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 /// A string field that tolerates other JSON types (they read as absent).
@@ -528,6 +574,23 @@ mod tests {
     fn duplicate_keys_keep_the_last_value() {
         let entry = decode(br#"{"type":"a","type":"b"}"#).unwrap();
         assert_eq!(entry.kind.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn nesting_past_the_full_decoders_limit_is_malformed_exactly_where_it_fails() {
+        for inner in ["{\"a\":", "["] {
+            for depth in 100..140 {
+                let close = if inner == "[" { "]" } else { "}" };
+                let line = format!(
+                    r#"{{"type":"message","message":{{"role":"user","content":[{{"type":"text","text":"{{[\"","x":{}1{}}}]}}}}"#,
+                    inner.repeat(depth),
+                    close.repeat(depth)
+                );
+                let full = serde_json::from_str::<serde_json::Value>(&line).is_ok();
+                assert_eq!(decode(line.as_bytes()).is_ok(), full, "{inner} x {depth}");
+                assert_eq!(too_deep(line.as_bytes()), !full, "{inner} x {depth}");
+            }
+        }
     }
 
     #[test]

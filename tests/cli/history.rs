@@ -876,3 +876,99 @@ fn nested_calls_and_truncated_bash_reach_rows_reads_and_search() {
     let hit = hist("history-search", &session, &[], r#"{"query":"12ms"}"#);
     assert_eq!(hit.json()["data"]["items"][0]["seq"], 2);
 }
+
+// ---------------------------------------------------------------- issue 9 defects
+
+/// A session file from raw lines (no re-serialisation: number and escape forms stay as written).
+fn raw_session(dir: &Path, name: &str, lines: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+const NUM_HEADER: &str = r#"{"type":"session","version":3,"id":"num-session","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#;
+
+#[test]
+fn search_finds_numbers_as_the_document_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = raw_session(
+        dir.path(),
+        "num.jsonl",
+        &[
+            NUM_HEADER,
+            r#"{"type":"message","id":"n0","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"t","arguments":{"a":1.0,"b":1e21}}],"stopReason":"toolUse","timestamp":0}}"#,
+            r#"{"type":"message","id":"n1","parentId":"n0","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"d","name":"sleep","arguments":{"secs":1.5E3}}],"stopReason":"toolUse","timestamp":0}}"#,
+        ],
+    );
+    let read = hist("history-read", &session, &[], r#"{"seq":2}"#).json();
+    assert_eq!(read["data"]["window"]["text"], r#"t {"a":1,"b":1e+21}"#);
+    let hit = hist("history-search", &session, &[], r#"{"query":"1e+21"}"#).json();
+    assert_eq!(hit["data"]["items"][0]["seq"], 2, "{hit}");
+    assert_eq!(hit["data"]["items"][0]["offset_chars"], 13);
+    let hit = hist("history-search", &session, &[], r#"{"query":"1500}"}"#).json();
+    assert_eq!(hit["data"]["items"][0]["seq"], 4, "{hit}");
+    let hit = hist("history-search", &session, &[], r#"{"query":"\"a\":1,"}"#).json();
+    assert_eq!(hit["data"]["items"][0]["seq"], 2, "{hit}");
+}
+
+#[test]
+fn a_line_nested_too_deep_is_malformed_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!(
+        r#"{{"type":"message","id":"d1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c","name":"deep","arguments":{{"x":{}1{}}}}}]}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let deep_user = format!(
+        r#"{{"type":"message","id":"d2","parentId":"d1","timestamp":"2026-01-01T00:00:03.000Z","message":{{"role":"user","content":[{{"type":"text","text":"deep"}},{{"type":"x","v":{}0{}}}]}}}}"#,
+        "{\"k\":".repeat(150),
+        "}".repeat(150)
+    );
+    let session = raw_session(
+        dir.path(),
+        "deep.jsonl",
+        &[
+            NUM_HEADER,
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello deep"}}"#,
+            &deep,
+            &deep_user,
+        ],
+    );
+    let windows = hist("history-windows", &session, &[], "{}");
+    assert_eq!(windows.code, 0);
+    assert_eq!(windows.json()["data"]["skipped_lines"], 2);
+    for (command, request) in [
+        ("history-list", r#"{"roles":["tool"]}"#),
+        ("history-list", "{}"),
+        ("history-search", r#"{"query":"deep"}"#),
+        ("history-read", r#"{"seq":1}"#),
+    ] {
+        let out = hist(command, &session, &[], request);
+        assert_eq!(out.code, 0, "{command}: {}", out.stdout);
+        assert_eq!(out.json()["data"]["skipped_lines"], 2, "{command}");
+        assert!(!out.stdout.contains("changed since"), "{command}");
+    }
+    let search = hist("history-search", &session, &[], r#"{"query":"deep"}"#).json();
+    assert_eq!(event_seqs(&search["data"]), vec![1]);
+}
+
+#[test]
+fn read_prints_execution_arguments_like_javascript() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = raw_session(
+        dir.path(),
+        "args.jsonl",
+        &[
+            NUM_HEADER,
+            r#"{"type":"message","id":"n0","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"t","arguments":{"a":1.0,"c":1e-6,"7":"x","big":9007199254740993,"e":[1E21,-0]}}],"stopReason":"toolUse","timestamp":0}}"#,
+        ],
+    );
+    let out = hist("history-read", &session, &[], r#"{"seq":2}"#);
+    let js = r#"{"7":"x","a":1,"c":0.000001,"big":9007199254740992,"e":[1e+21,0]}"#;
+    assert!(
+        out.stdout.contains(&format!(r#""arguments":{js}"#)),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(out.json()["data"]["window"]["text"], format!("t {js}"));
+}

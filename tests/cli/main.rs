@@ -8,6 +8,8 @@ mod budget;
 mod completions;
 mod doctor;
 mod dream;
+mod first_hour;
 mod history;
+mod hostile;
 mod mcp;
 mod notes;

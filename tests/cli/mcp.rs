@@ -197,9 +197,19 @@ fn malformed_input_gets_an_error_answer_and_the_server_keeps_serving() {
         wrong["result"]["structuredContent"]["code"],
         "invalid_request"
     );
+    // Arguments over the CLI's 16 MiB request cap: the command's own refusal, as a tool result.
     let big = "x".repeat(17 * 1024 * 1024);
+    let over = server.call(
+        10,
+        "notes_write",
+        json!({"address": "big.md", "content": big}),
+    );
+    assert_eq!(over["result"]["isError"], true);
+    assert_eq!(over["result"]["structuredContent"]["code"], "too_large");
+    // A line over the server's 32 MiB message cap: a JSON-RPC error.
+    let huge = "x".repeat(33 * 1024 * 1024);
     server.send_line(&format!(
-        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"notes_write","arguments":{{"address":"big.md","content":"{big}"}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{{"name":"notes_write","arguments":{{"address":"big.md","content":"{huge}"}}}}}}"#
     ));
     let answer = server.read();
     assert_eq!(answer["error"]["code"], -32600);

@@ -286,6 +286,14 @@ fn read_windows_metadata_and_access_bookkeeping() {
             + "\"\nsmall: [1,2]\n---\n\nhand body",
     )
     .unwrap();
+    // A note without timestamps is dated by its file: pin the file time (a day before the test
+    // clock, so the snapshot shows the file time is what dates it).
+    fs::File::options()
+        .write(true)
+        .open(env.notes().join("project/demo-1a2b3c4d/hand.md"))
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_953_600))
+        .unwrap();
     env.snap("read_whole", "notes-read", r#"{"address":"@project/w"}"#);
     env.snap(
         "read_limited",
@@ -673,15 +681,15 @@ fn search_matches_literals_case_insensitively_with_code_point_offsets() {
         "search_empty_array",
         "notes-search",
         r#"{"query":[]}"#,
-        "invalid_query",
-        1,
+        "invalid_request",
+        2,
     );
     env.refused(
         "search_bad_element",
         "notes-search",
         r#"{"query":["a",1]}"#,
-        "invalid_query",
-        1,
+        "invalid_request",
+        2,
     );
     env.refused(
         "search_missing_query",

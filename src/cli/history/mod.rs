@@ -46,7 +46,9 @@ pub fn finish(
     let reply = match outcome {
         Ok(rendered) => Reply::ok(rendered.data, rendered.text),
         Err(err) => Reply::refused(err.to_refusal()),
-    };
+    }
+    // Tool arguments print as JavaScript prints them (history results carry no other doubles).
+    .with_js_numbers();
     emit(&reply, ctx, io)
 }
 

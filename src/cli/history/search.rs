@@ -12,8 +12,8 @@ use crate::envelope::Reply;
 ///
 /// All roles, including tool names, arguments, output and nested calls; several queries are ORed.
 /// Request on stdin: `{"query": "text" | ["a", "b"], "limit", "roles", "before", "after",
-/// "window_id", "max_chars_per_item"}`. Each hit's `offset_chars` addresses the document `history-
-/// read` returns for that seq.
+/// "window_id", "max_chars_per_item"}`. Each hit's `offset_chars` addresses the document
+/// `history-read` returns for that seq.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

@@ -237,6 +237,7 @@ pub fn run_in_process(
         stdout: &mut stdout,
         stderr: &mut stderr,
         stderr_is_terminal: false,
+        stdin_is_terminal: false,
     };
     let outcome = super::run(
         Cli {

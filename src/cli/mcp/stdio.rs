@@ -7,15 +7,18 @@
 //! well-formed message of the wrong shape with Invalid Request itself). All output lines, the
 //! SDK's and the bridge's, go through one writer so they never interleave.
 
+use rmcp::RoleServer;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-/// The largest message the server reads (bytes, newline excluded). A tool request past the
-/// CLI's own request cap still arrives whole and is refused by the command with its usual
-/// `invalid_request`; only a line past this one is answered by the bridge.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The largest message the server reads (bytes, newline excluded): twice the CLI's request cap,
+/// so tool arguments past that cap still arrive whole and are refused by the command itself
+/// (`too_large`, a tool result the caller can read); only a line past this one is answered by
+/// the bridge.
+pub const MAX_MESSAGE_BYTES: usize = 2 * crate::cli::common::MAX_REQUEST_BYTES as usize;
 
 /// The running bridge tasks.
 pub struct Bridge {
@@ -34,8 +37,11 @@ impl Bridge {
     }
 }
 
-/// Start the bridge: returns the `(read, write)` pair to hand to `rmcp` and the task handles.
-pub fn bridge<R, W>(input: R, output: W) -> ((DuplexStream, DuplexStream), Bridge)
+/// The `rmcp` transport over the bridge's streams.
+pub type SdkTransport = AsyncRwTransport<RoleServer, DuplexStream, DuplexStream>;
+
+/// Start the bridge: returns the transport to hand to `rmcp` and the task handles.
+pub fn bridge<R, W>(input: R, output: W) -> (SdkTransport, Bridge)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -46,8 +52,11 @@ where
     let reader = tokio::spawn(read_input(input, to_sdk, tx.clone()));
     let relay = tokio::spawn(relay_output(from_sdk, tx));
     let writer = tokio::spawn(write_output(output, rx));
+    // The SDK's own line cap (16 MiB by default) would drop what the bridge let through.
+    let transport =
+        AsyncRwTransport::new(sdk_in, sdk_out).with_max_line_length(MAX_MESSAGE_BYTES + 1);
     (
-        (sdk_in, sdk_out),
+        transport,
         Bridge {
             reader,
             relay,

@@ -50,6 +50,7 @@ pub(crate) fn finish(
 }
 
 /// The `scope` field of list/search.
+#[allow(clippy::expect_used, reason = "strings serialise")]
 pub(crate) fn parse_scope(scope: Option<&str>) -> Result<Option<Scope>, NoteError> {
     match scope {
         None => Ok(None),

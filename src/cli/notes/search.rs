@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::{finish, parse_scope, prepare};
 use crate::cli::common::{Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
+use crate::notes::Query;
 use crate::notes::wire::search_result;
-use crate::notes::{ErrorKind, NoteError, Query};
 
 /// Search note bodies for literals, case-insensitively.
 ///
@@ -46,20 +46,20 @@ pub struct Request {
     pub max_matches_per_file: Option<u64>,
 }
 
-fn queries(value: Value) -> Result<Vec<String>, NoteError> {
-    let invalid = |m: &str| NoteError::new(ErrorKind::InvalidQuery, m);
+/// The `query` field as a list of strings. A wrong shape (not a string, an empty array, an
+/// element that is not a string) is a malformed request (`invalid_request`, exit 2); an empty
+/// string is left to the matcher, which refuses it as `invalid_query`.
+fn queries(value: Value) -> Result<Vec<String>, &'static str> {
     match value {
         Value::String(s) => Ok(vec![s]),
         Value::Array(items) if !items.is_empty() => items
             .into_iter()
             .map(|item| match item {
                 Value::String(s) => Ok(s),
-                _ => Err(invalid("query array elements must be strings")),
+                _ => Err("query array elements must be strings"),
             })
             .collect(),
-        _ => Err(invalid(
-            "query must be a string or a non-empty array of strings",
-        )),
+        _ => Err("query must be a string or a non-empty array of strings"),
     }
 }
 
@@ -71,7 +71,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     if request.limit == Some(0) || request.max_matches_per_file == Some(0) {
         return invalid_request("limit and max_matches_per_file must be at least 1", ctx, io);
     }
-    let result = queries(request.query).and_then(|queries| {
+    let queries = match queries(request.query) {
+        Ok(queries) => queries,
+        Err(problem) => return invalid_request(problem, ctx, io),
+    };
+    let result = (|| {
         let query = Query {
             pattern: request.pattern,
             scope: parse_scope(request.scope.as_deref())?,
@@ -88,6 +92,6 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             request.limit.map(|l| l as usize),
             store.identity(),
         )
-    });
+    })();
     finish(result, ctx, io)
 }

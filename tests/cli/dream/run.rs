@@ -206,6 +206,40 @@ fn failed_dreamer_commits_failed_rolls_back_last_run_and_releases() {
 }
 
 #[test]
+fn an_unreadable_journal_fails_the_run_visibly_instead_of_reporting_no_changes() {
+    let w = World::new();
+    let mut cmd = w.dream(&["--force"]);
+    cmd.env("FAKE_PI_MODE", "badjournal");
+    let out = go(cmd);
+    assert_eq!(out.code, 1, "{}", out.transcript());
+    let v = out.json();
+    assert_eq!(v["error"]["code"], "journal_unreadable");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot read the dream journal"),
+        "{v}"
+    );
+    let d = data(&out);
+    assert_eq!(d["outcome"], "failed");
+    assert_eq!(d["changes"], serde_json::Value::Null, "unknown, not zero");
+    assert!(out.stderr.contains("dream: cannot read the dream journal"));
+    assert_eq!(w.log()[0], "dream 2026-11-30T12-00-00-000Z (failed)");
+    let report = fs::read_to_string(w.home().join("dreams/2026-11-30T12-00-00-000Z.md")).unwrap();
+    assert!(
+        report.contains("- outcome: failed (journal_unreadable)\n"),
+        "{report}"
+    );
+    assert!(report.contains("## Attempted changes\n\n- unknown: cannot read"));
+    assert!(!w.home().join(".dream.lock").exists());
+    assert!(
+        w.last_run_mtime().is_none(),
+        "a failed run rolls the sidecar back"
+    );
+}
+
+#[test]
 fn timeout_ends_the_dreamer_and_records_a_failed_run() {
     let w = World::new();
     let mut cmd = w.dream(&["--force", "--timeout", "1s"]);
@@ -252,8 +286,11 @@ fn sigterm_ends_the_dreamer_records_a_failed_run_and_releases_the_lock() {
         assert!(Instant::now() < deadline, "the dreamer never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let v: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
