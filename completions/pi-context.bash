@@ -155,7 +155,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --cwd --project-key --agent --model --window-id --previous-window-id --opened-at --max-chars --session-id --format --help --version"
+            opts="-h -V --notes-home --cwd --project-key --agent --model --no-cache --window-id --previous-window-id --opened-at --max-chars --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -689,7 +689,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__list)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -715,7 +715,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__read)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -741,7 +741,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__search)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -767,7 +767,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__windows)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -793,7 +793,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__mcp)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --session --leaf --host-state --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --session --leaf --no-index --host-state --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -847,7 +847,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__notes__subcmd__list)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -889,7 +889,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__notes__subcmd__read)
-            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --format --help --version"
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -68,6 +68,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l mod
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-read" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-update" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
@@ -90,6 +91,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l mod
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-list" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand notes-search" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
@@ -114,6 +116,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -121,6 +124,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -128,6 +132,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -135,6 +140,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
@@ -150,6 +156,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l se
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l agent-dir -d 'Pi\'s agent directory holding the global settings.json [default: $PI_CODING_AGENT_DIR, else ~/.pi/agent]' -r -F
@@ -200,6 +207,8 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -l host-state
 complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -l no-cache -d 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
+complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -l no-index -d 'With --session: read the whole file instead of using the session index'
 complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand mcp" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand claude-hook" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F

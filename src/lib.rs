@@ -11,11 +11,17 @@
 pub mod boot;
 pub mod budget;
 pub mod cli;
+pub mod confine;
 pub mod doctor;
 pub mod dream;
 pub mod envelope;
 pub mod fsio;
 pub mod history;
 pub mod notes;
+pub mod protocol;
 pub mod session;
+
+#[cfg(test)]
+mod robustness_proptests;
+pub mod window;
 pub mod words;

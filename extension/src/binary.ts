@@ -12,6 +12,10 @@ export type Envelope =
 	| { ok: true; data: unknown; text: string }
 	| { ok: false; error: { code: string; message: string; details?: unknown }; text: string };
 
+/** The one text for a binary that cannot be found, with how to provide one. */
+export const BINARY_NOT_FOUND =
+	"pi-context binary not found: set PI_CONTEXT_BIN, build it with `cargo build --release` in the pi-context checkout, or install it with `cargo install --path .`";
+
 /** Raised when the binary cannot be found or run at all (not a refusal: refusals are envelopes). */
 export class BinaryUnavailable extends Error {
 	constructor(message: string) {
@@ -88,9 +92,7 @@ export function runPiContext(command: string, flags: string[], request: unknown,
 	const bin = options.bin ?? locateBinary();
 	if (!bin) {
 		return Promise.reject(
-			new BinaryUnavailable(
-				"pi-context binary not found: set PI_CONTEXT_BIN, build it with `cargo build --release` in the pi-context checkout, or install it with `cargo install --path .`",
-			),
+			new BinaryUnavailable(BINARY_NOT_FOUND),
 		);
 	}
 	return new Promise((resolve, reject) => {

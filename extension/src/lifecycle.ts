@@ -1,24 +1,38 @@
-// The reset protocol of reset-lifecycle.md on Pi 1.6.0 hooks: the boot at each window head,
+// The reset protocol of docs/spec/reset-lifecycle.md on Pi 1.6.0 hooks: the boot at each window head,
 // the provider projection that sends only the active window, the four-entry reset boundary,
 // `/wipe-memory`, `wipe_memory`, the budget reminder/warning, the hard-reserve safety reset,
 // `/pi-context on|off`, `/compact` and `/tree` handling, notices, and startup repair of an
 // incomplete marker tail. Decisions about notes, boot text and budget come from `pi-context`
 // (decisions.ts); this module only sequences them against Pi's lifecycle.
 import {
+	type AgentBeforeSettleEvent,
 	type AgentToolResult,
+	type BoundaryResult,
 	type ExtensionAPI,
 	type ExtensionCommandContext,
 	type ExtensionContext,
 	type SessionBoundaryDraft,
 	type SessionEntry,
+	type TurnEndEvent,
 	VERSION,
 } from "@earendil-works/pi-coding-agent";
 import { isContextOverflow } from "@earendil-works/pi-ai";
 import { Type } from "typebox";
-import { BinaryUnavailable, findBinary, locateBinary, usableBinary, withoutText } from "./binary.ts";
+import { BINARY_NOT_FOUND, BinaryUnavailable, findBinary, locateBinary, usableBinary, withoutText } from "./binary.ts";
 import { type Boot, type Budget, checkBudget, closeOutText, renderBoot } from "./decisions.ts";
 import { identityOf } from "./identity.ts";
 import * as R from "./reducer.ts";
+import {
+	initialState,
+	type LifecycleState,
+	modelSelected,
+	runAborted,
+	runSettled,
+	sessionShutDown,
+	sessionStarted,
+	switchedOff,
+	switchedOn,
+} from "./state.ts";
 import {
 	BOOT,
 	boundaryCommitted,
@@ -45,10 +59,6 @@ import {
 export const EXTENSION_VERSION = "0.1.0";
 
 type Msg = { role: string; customType?: string; details?: unknown; content?: unknown; stopReason?: string; timestamp?: number };
-interface Staged {
-	windowId: string;
-	content: string;
-}
 
 /** Whether a custom message of `customType` lies in the segment of window `windowId`. */
 function windowHas(branch: readonly SessionEntry[], sessionId: string, windowId: string, customType: string): boolean {
@@ -62,20 +72,8 @@ function windowHas(branch: readonly SessionEntry[], sessionId: string, windowId:
 }
 
 export class Lifecycle {
-	enabled = true;
-	private active = false;
-	private generation = 0;
-	private state: R.State = R.initial;
-	private staged: { guidance?: Staged; warning?: Staged } = {};
-	private pendingResetNotices = new Set<string>();
-	private pendingWarningNotice: string | undefined;
-	private warnedWindows = new Set<string>();
-	private refusedWindows = new Set<string>();
-	private incompleteWindows = new Set<string>();
-	private shownWarnings = new Set<string>();
-	private binaryNoticeShown = false;
-	/** The last budget answer's automatic flag (a lazy reducer fact must be synchronous). */
-	private automatic = true;
+	/** Everything remembered between hooks (state.ts), changed through its named transitions. */
+	private readonly s: LifecycleState = initialState();
 
 	constructor(private readonly pi: ExtensionAPI) {}
 
@@ -92,8 +90,8 @@ export class Lifecycle {
 	/** One clear notice when the binary is missing; other errors are reported by the caller. */
 	binaryProblem(ctx: ExtensionContext, err: unknown): boolean {
 		if (!(err instanceof BinaryUnavailable)) return false;
-		if (!this.binaryNoticeShown) {
-			this.binaryNoticeShown = true;
+		if (!this.s.binaryNoticeShown) {
+			this.s.binaryNoticeShown = true;
 			this.notify(ctx, `pi-context: ${err.message}. Notes, history, boot and budget are unavailable until then.`, "error");
 		}
 		return true;
@@ -101,8 +99,8 @@ export class Lifecycle {
 
 	private warnOnce(ctx: ExtensionContext, warnings: readonly string[]): void {
 		for (const w of warnings) {
-			if (this.shownWarnings.has(w)) continue;
-			this.shownWarnings.add(w);
+			if (this.s.shownWarnings.has(w)) continue;
+			this.s.shownWarnings.add(w);
 			this.notify(ctx, w, "warning");
 		}
 	}
@@ -111,43 +109,34 @@ export class Lifecycle {
 	private flushNotices(ctx: ExtensionContext, final: boolean): void {
 		const sm = ctx.sessionManager;
 		const branch = sm.getBranch();
-		for (const w of [...this.pendingResetNotices]) {
+		for (const w of [...this.s.pendingResetNotices]) {
 			if (boundaryCommitted(branch, w)) {
-				this.pendingResetNotices.delete(w);
+				this.s.pendingResetNotices.delete(w);
 				this.notify(ctx, `pi-context: memory cleared · ${w}`, "info");
 			}
 		}
-		const warned = this.pendingWarningNotice;
+		const warned = this.s.pendingWarningNotice;
 		if (warned !== undefined && windowHas(branch, sm.getSessionId(), warned, WARNING)) {
-			this.pendingWarningNotice = undefined;
-			if (!this.warnedWindows.has(warned)) {
-				this.warnedWindows.add(warned);
+			this.s.pendingWarningNotice = undefined;
+			if (!this.s.warnedWindows.has(warned)) {
+				this.s.warnedWindows.add(warned);
 				this.notify(ctx, "pi-context: Context almost full. The agent was asked to save its notes and call wipe_memory to close out this memory window.", "warning");
 			}
 		}
 		if (final) {
-			this.pendingResetNotices.clear();
-			this.pendingWarningNotice = undefined;
+			this.s.pendingResetNotices.clear();
+			this.s.pendingWarningNotice = undefined;
 		}
 	}
 
 	// ---- transitions ---------------------------------------------------------------------
 
-	private transition(): void {
-		this.generation++;
-		this.state = R.initial;
-		this.staged = {};
-		this.pendingResetNotices.clear();
-		this.pendingWarningNotice = undefined;
-		this.shownWarnings.clear();
-	}
-
 	private isCurrent(ctx: ExtensionContext, gen: number, sessionId: string, windowId: string): boolean {
 		const sm = ctx.sessionManager;
 		return (
-			this.active &&
-			this.enabled &&
-			gen === this.generation &&
+			this.s.active &&
+			this.s.enabled &&
+			gen === this.s.generation &&
 			!ctx.signal?.aborted &&
 			sm.getSessionId() === sessionId &&
 			currentWindowId(sm.getBranch(), sessionId) === windowId
@@ -155,12 +144,10 @@ export class Lifecycle {
 	}
 
 	private async start(ctx: ExtensionContext): Promise<void> {
-		this.transition();
-		this.active = true;
 		// The on/off switch as last set on this branch (`/pi-context on|off`); on by default.
-		this.enabled = lastSwitch(ctx.sessionManager.getBranch()) ?? true;
+		sessionStarted(this.s, lastSwitch(ctx.sessionManager.getBranch()) ?? true);
 		if (!locateBinary()) {
-			this.binaryProblem(ctx, new BinaryUnavailable("pi-context binary not found: set PI_CONTEXT_BIN, or build it with `cargo build --release` / install it with `cargo install --path .`"));
+			this.binaryProblem(ctx, new BinaryUnavailable(BINARY_NOT_FOUND));
 			return;
 		}
 		// Resolve settings once at start so invalid settings warn right away.
@@ -170,14 +157,14 @@ export class Lifecycle {
 		} catch (err) {
 			if (!this.binaryProblem(ctx, err)) this.notify(ctx, `pi-context: could not read the budget settings (${(err as Error).message}).`, "warning");
 		}
-		if (this.enabled) await this.ensureBoot(ctx);
+		if (this.s.enabled) await this.ensureBoot(ctx);
 	}
 
-	// ---- boot ensure / repair (reset-lifecycle §9) ----------------------------------------
+	// ---- boot ensure / repair (docs/spec/reset-lifecycle.md §9) ----------------------------------------
 
 	async ensureBoot(ctx: ExtensionContext): Promise<void> {
 		const sm = ctx.sessionManager;
-		const gen = this.generation;
+		const gen = this.s.generation;
 		const sessionId = sm.getSessionId();
 		const branch = sm.getBranch();
 		const root = rootWindowId(sessionId);
@@ -214,17 +201,17 @@ export class Lifecycle {
 	}
 
 	private reportIncomplete(ctx: ExtensionContext, windowId: string, notice: string | null): void {
-		if (notice === null || this.incompleteWindows.has(windowId)) return;
-		this.incompleteWindows.add(windowId);
+		if (notice === null || this.s.incompleteWindows.has(windowId)) return;
+		this.s.incompleteWindows.add(windowId);
 		this.notify(ctx, notice, "warning");
 	}
 
-	// ---- reset construction (reset-lifecycle §8) -------------------------------------------
+	// ---- reset construction (docs/spec/reset-lifecycle.md §8) -------------------------------------------
 
 	/** The four drafts of a reset, or undefined when it could not (or must not) be built. */
 	private async buildReset(ctx: ExtensionContext): Promise<SessionBoundaryDraft[] | undefined> {
 		const sm = ctx.sessionManager;
-		const gen = this.generation;
+		const gen = this.s.generation;
 		const sessionId = sm.getSessionId();
 		const branch = sm.getBranch();
 		const previous = currentWindowId(branch, sessionId);
@@ -242,7 +229,7 @@ export class Lifecycle {
 			return undefined;
 		}
 		if (!this.isCurrent(ctx, gen, sessionId, previous)) return undefined;
-		this.pendingResetNotices.add(windowId);
+		this.s.pendingResetNotices.add(windowId);
 		return [
 			{ type: "compaction", summary: "", firstKeptEntryId: null },
 			{ type: "custom", customType: RESET_MARKER, data: { windowId } },
@@ -256,22 +243,22 @@ export class Lifecycle {
 	private windowFacts(ctx: ExtensionContext, windowId: string) {
 		const branch = ctx.sessionManager.getBranch();
 		return {
-			reminderShown: inCurrentWindow(branch, GUIDANCE) || this.staged.guidance?.windowId === windowId,
-			warningShown: inCurrentWindow(branch, WARNING) || this.staged.warning?.windowId === windowId,
+			reminderShown: inCurrentWindow(branch, GUIDANCE) || this.s.staged.guidance?.windowId === windowId,
+			warningShown: inCurrentWindow(branch, WARNING) || this.s.staged.warning?.windowId === windowId,
 		};
 	}
 
-	async budget(ctx: ExtensionContext, signal?: AbortSignal, enabled = this.enabled): Promise<Budget> {
+	async budget(ctx: ExtensionContext, signal?: AbortSignal, enabled = this.s.enabled): Promise<Budget> {
 		const sm = ctx.sessionManager;
 		const windowId = currentWindowId(sm.getBranch(), sm.getSessionId());
 		const budget = await checkBudget(ctx, this.windowFacts(ctx, windowId), enabled, signal);
-		this.automatic = budget.automatic;
+		this.s.automatic = budget.automatic;
 		return budget;
 	}
 
 	/** `context` hook: stage the reminder, inject the warning and arm the budget close-out. */
 	private async onContext(messages: Msg[], ctx: ExtensionContext): Promise<{ messages: Msg[] } | undefined> {
-		if (!this.active || !this.enabled) return undefined;
+		if (!this.s.active || !this.s.enabled) return undefined;
 		const sm = ctx.sessionManager;
 		const sessionId = sm.getSessionId();
 		const windowId = currentWindowId(sm.getBranch(), sessionId);
@@ -285,28 +272,28 @@ export class Lifecycle {
 		this.warnOnce(ctx, budget.warnings);
 		// Every request in the warning zone re-arms the budget close-out (an earlier attempt may
 		// have been aborted); the warning itself is injected and persisted once per window.
-		if (budget.armCloseOut) [this.state] = R.closeOut(this.state, windowId, "automatic");
+		if (budget.armCloseOut) [this.s.reset] = R.closeOut(this.s.reset, windowId, "automatic");
 		if (budget.warningText) {
-			delete this.staged.guidance;
-			this.staged.warning = { windowId, content: budget.warningText };
+			delete this.s.staged.guidance;
+			this.s.staged.warning = { windowId, content: budget.warningText };
 			const warning = { role: "custom", customType: WARNING, content: budget.warningText, display: false, timestamp: Date.now() };
 			return { messages: [...messages, warning] };
 		}
-		if (budget.reminderText) this.staged.guidance = { windowId, content: budget.reminderText };
+		if (budget.reminderText) this.s.staged.guidance = { windowId, content: budget.reminderText };
 		return undefined;
 	}
 
-	// ---- provider projection (reset-lifecycle §10, §7.4) -----------------------------------
+	// ---- provider projection (docs/spec/reset-lifecycle.md §10, §7.4) -----------------------------------
 
 	private onContextWithSystem(messages: Msg[], ctx: ExtensionContext): { messages: Msg[] } | undefined {
-		if (!this.active) return undefined;
+		if (!this.s.active) return undefined;
 		const sm = ctx.sessionManager;
 		const branch = sm.getBranch();
 		const sessionId = sm.getSessionId();
 		// Pi persists system messages as entries; the refusal path keeps them and nothing else.
 		const system = messages.filter((m) => m.role === "system");
 		// Stop latch after a manual safety reset: cancel Pi's follow-up in the fresh window.
-		const r = this.state.request;
+		const r = this.s.reset.request;
 		if (r.kind === "stop-pending" && !ctx.hasPendingMessages()) {
 			const w = currentWindowId(branch, sessionId);
 			if (hasMarker(branch) && w !== r.windowId && boundaryCommitted(branch, w) && !userAfterMarker(branch)) {
@@ -320,8 +307,8 @@ export class Lifecycle {
 			const w = markerWindowId(branch[index]) as string;
 			const at = messages.findIndex((m) => isBoot(m, w));
 			if (at < 0) {
-				if (!this.refusedWindows.has(w)) {
-					this.refusedWindows.add(w);
+				if (!this.s.refusedWindows.has(w)) {
+					this.s.refusedWindows.add(w);
 					this.notify(ctx, `pi-context: window ${w} has no boot block, so the request was cancelled to keep earlier history out of it. Use /wipe-memory to start a fresh window.`, "error");
 				}
 				ctx.abort();
@@ -343,58 +330,55 @@ export class Lifecycle {
 		return { messages: out };
 	}
 
-	// ---- turn_end: the sole composer (reset-lifecycle §7.1) --------------------------------
+	// ---- turn_end: the sole composer (docs/spec/reset-lifecycle.md §7.1) --------------------------------
 
-	private async onTurnEnd(
-		e: { entries: SessionBoundaryDraft[]; outcome: string; message: Msg; context: { pendingMessages: unknown[] } },
-		ctx: ExtensionContext,
-	): Promise<{ entries?: SessionBoundaryDraft[]; continue?: boolean } | undefined> {
-		if (!this.active) return undefined;
+	private async onTurnEnd(e: TurnEndEvent, ctx: ExtensionContext): Promise<BoundaryResult | undefined> {
+		if (!this.s.active) return undefined;
 		const sm = ctx.sessionManager;
 		const sessionId = sm.getSessionId();
 		const windowId = currentWindowId(sm.getBranch(), sessionId);
-		const aborted = e.outcome === "aborted" || e.message?.stopReason === "aborted" || !!ctx.signal?.aborted;
+		const assistant = e.message?.role === "assistant" ? e.message : undefined;
+		const aborted = e.outcome === "aborted" || assistant?.stopReason === "aborted" || !!ctx.signal?.aborted;
 		const failed = e.outcome === "error";
-		const staged = this.staged;
-		this.staged = {};
+		const staged = this.s.staged;
+		this.s.staged = {};
 		const drafts: SessionBoundaryDraft[] = [];
-		if (this.enabled && !aborted && !failed) {
+		if (this.s.enabled && !aborted && !failed) {
 			for (const [draft, type] of [
 				[staged.guidance, GUIDANCE],
 				[staged.warning, WARNING],
 			] as const) {
 				if (draft && draft.windowId === windowId) {
 					drafts.push({ type: "custom_message", customType: type, content: draft.content, display: false });
-					if (type === WARNING) this.pendingWarningNotice = windowId;
+					if (type === WARNING) this.s.pendingWarningNotice = windowId;
 				}
 			}
 		}
 		const entries = [...e.entries, ...drafts];
-		const overflow =
-			!aborted && e.message?.role === "assistant" && isContextOverflow(e.message as any, ctx.model?.contextWindow);
+		const overflow = !aborted && assistant !== undefined && isContextOverflow(assistant, ctx.model?.contextWindow);
 		const queued = () => (e.context?.pendingMessages?.length ?? 0) > 0 || ctx.hasPendingMessages();
 		// `hardReserveDue` needs a fresh budget answer; ask only when the reducer would read it.
 		let hardReserveDue = false;
-		const r = this.state.request;
+		const r = this.s.reset.request;
 		const requestHere = r.kind === "tool-requested" && r.windowId === windowId;
-		if (this.enabled && !aborted && !failed && !overflow && !requestHere && r.kind !== "stop-pending") {
+		if (this.s.enabled && !aborted && !failed && !overflow && !requestHere && r.kind !== "stop-pending") {
 			try {
-				hardReserveDue = (await this.budget(ctx)).hardReserveDue && this.automatic;
+				hardReserveDue = (await this.budget(ctx)).hardReserveDue && this.s.automatic;
 			} catch (err) {
 				this.binaryProblem(ctx, err);
 			}
 		}
-		const [next, effect] = R.turnEnd(this.state, {
+		const [next, effect] = R.turnEnd(this.s.reset, {
 			windowId,
 			aborted,
 			overflow,
 			failed,
-			enabled: this.enabled,
+			enabled: this.s.enabled,
 			queued,
-			automaticResetEnabled: () => this.automatic,
+			automaticResetEnabled: () => this.s.automatic,
 			hardReserveDue: () => hardReserveDue,
 		});
-		this.state = next;
+		this.s.reset = next;
 		if (effect === "commit-boundary" || effect === "commit-boundary-stop") {
 			const reset = await this.buildReset(ctx);
 			if (reset) return { entries: [...entries, ...reset], continue: effect === "commit-boundary" };
@@ -403,22 +387,19 @@ export class Lifecycle {
 		return drafts.length > 0 ? { entries } : undefined;
 	}
 
-	private async onBeforeSettle(
-		e: { entries: SessionBoundaryDraft[]; outcome: string; context: { pendingMessages: unknown[] } },
-		ctx: ExtensionContext,
-	): Promise<{ entries?: SessionBoundaryDraft[]; continue?: boolean } | undefined> {
-		if (!this.active) return undefined;
+	private async onBeforeSettle(e: AgentBeforeSettleEvent, ctx: ExtensionContext): Promise<BoundaryResult | undefined> {
+		if (!this.s.active) return undefined;
 		const sm = ctx.sessionManager;
 		const windowId = currentWindowId(sm.getBranch(), sm.getSessionId());
-		const [next, effect] = R.beforeSettle(this.state, {
+		const [next, effect] = R.beforeSettle(this.s.reset, {
 			windowId,
 			aborted: e.outcome === "aborted" || !!ctx.signal?.aborted,
 			failed: e.outcome === "error",
 			queued: () => (e.context?.pendingMessages?.length ?? 0) > 0 || ctx.hasPendingMessages(),
-			enabled: () => this.enabled,
-			automaticResetEnabled: () => this.automatic,
+			enabled: () => this.s.enabled,
+			automaticResetEnabled: () => this.s.automatic,
 		});
-		this.state = next;
+		this.s.reset = next;
 		if (effect === "stop") return { entries: e.entries, continue: false };
 		if (effect === "commit-boundary" || effect === "commit-boundary-stop" || effect === "recover-overflow") {
 			const reset = await this.buildReset(ctx);
@@ -431,7 +412,7 @@ export class Lifecycle {
 	// ---- tools and commands ---------------------------------------------------------------
 
 	wipeMemory(ctx: ExtensionContext): AgentToolResult<unknown> {
-		if (!this.enabled) {
+		if (!this.s.enabled) {
 			const body = { error: "pi-context is off, so there is no memory window to wipe; the human can turn it on with /pi-context on." };
 			return { content: [{ type: "text", text: JSON.stringify(body, null, 2) }], details: body, isError: true };
 		}
@@ -449,8 +430,8 @@ export class Lifecycle {
 			return { content: [{ type: "text", text: JSON.stringify(body, null, 2) }], details: body, isError: true };
 		}
 		const windowId = currentWindowId(sm.getBranch(), sm.getSessionId());
-		const [next, effect] = R.toolRequest(this.state, windowId);
-		this.state = next;
+		const [next, effect] = R.toolRequest(this.s.reset, windowId);
+		this.s.reset = next;
 		const body = { status: effect === "already-pending" ? "rollover_already_pending" : "rollover_requested" };
 		return { content: [{ type: "text", text: JSON.stringify(body, null, 2) }], details: body, terminate: true };
 	}
@@ -462,7 +443,7 @@ export class Lifecycle {
 	}
 
 	async wipeCommand(ctx: ExtensionCommandContext): Promise<void> {
-		if (!this.enabled) {
+		if (!this.s.enabled) {
 			this.notify(ctx, "pi-context: /wipe-memory needs pi-context to be on (/pi-context on).", "error");
 			return;
 		}
@@ -470,11 +451,11 @@ export class Lifecycle {
 		const requested = currentWindowId(sm.getBranch(), sm.getSessionId());
 		if (!ctx.isIdle() && !ctx.signal) {
 			await ctx.waitForIdle();
-			if (!this.enabled || currentWindowId(sm.getBranch(), sm.getSessionId()) !== requested) return;
+			if (!this.s.enabled || currentWindowId(sm.getBranch(), sm.getSessionId()) !== requested) return;
 		}
 		const idle = ctx.isIdle();
-		const [next, effect] = R.closeOut(this.state, requested, "manual");
-		this.state = next;
+		const [next, effect] = R.closeOut(this.s.reset, requested, "manual");
+		this.s.reset = next;
 		if (effect === "already-pending") return;
 		this.notify(
 			ctx,
@@ -488,14 +469,14 @@ export class Lifecycle {
 			text = await closeOutText(ctx);
 		} catch (err) {
 			// No text of our own to fall back on: drop the request, as when sending fails.
-			this.state = R.initial;
+			this.s.reset = R.initial;
 			if (!this.binaryProblem(ctx, err)) this.notify(ctx, `pi-context: could not get the close-out request (${(err as Error).message}).`, "error");
 			return;
 		}
 		try {
 			this.pi.sendMessage({ customType: MANUAL_WIPE, content: text, display: false }, { triggerTurn: true, deliverAs: "steer" });
 		} catch (err) {
-			this.state = R.initial;
+			this.s.reset = R.initial;
 			this.notify(ctx, `pi-context: could not send the close-out request (${(err as Error).message}).`, "error");
 			return;
 		}
@@ -514,25 +495,19 @@ export class Lifecycle {
 		if (arg === "on" || arg === "off") {
 			// The switch is remembered in the session (a custom entry, never sent to the model), so
 			// `pi -c` and a reopened session keep it; it follows the branch like everything else.
-			if ((arg === "on") !== this.enabled) {
+			if ((arg === "on") !== this.s.enabled) {
 				this.pi.appendEntry(SWITCH, { enabled: arg === "on" });
 			}
 		}
 		if (arg === "on") {
-			this.enabled = true;
-			this.generation++;
+			switchedOn(this.s);
 			await this.ensureBoot(ctx);
 		} else if (arg === "off") {
-			this.enabled = false;
-			this.generation++;
-			this.pendingResetNotices.clear();
-			this.pendingWarningNotice = undefined;
-			this.staged = {};
-			this.state = R.initial;
+			switchedOff(this.s);
 		}
 		const bin = findBinary();
 		const binary = bin ? `binary ${bin.path} (from ${bin.source === "checkout" ? "this checkout's target/release" : bin.source})` : "binary not found";
-		this.notify(ctx, `pi-context: ${this.enabled ? "on" : "off"} · extension ${EXTENSION_VERSION} (${binary}) · Pi ${VERSION}`, "info");
+		this.notify(ctx, `pi-context: ${this.s.enabled ? "on" : "off"} · extension ${EXTENSION_VERSION} (${binary}) · Pi ${VERSION}`, "info");
 	}
 
 	// ---- registration ---------------------------------------------------------------------
@@ -541,33 +516,27 @@ export class Lifecycle {
 		const pi = this.pi;
 		pi.on("session_start", (_e, ctx) => this.start(ctx));
 		pi.on("session_tree", (_e, ctx) => this.start(ctx));
-		pi.on("session_shutdown", () => {
-			this.transition();
-			this.active = false;
-		});
-		pi.on("model_select", () => {
-			this.staged = {};
-		});
+		pi.on("session_shutdown", () => sessionShutDown(this.s));
+		pi.on("model_select", () => modelSelected(this.s));
 		pi.on("context", (e, ctx) => this.onContext(e.messages as Msg[], ctx) as any);
 		pi.on("context_with_system", (e, ctx) => this.onContextWithSystem(e.messages as Msg[], ctx) as any);
 		pi.on("turn_start", (_e, ctx) => {
-			if (this.active) this.flushNotices(ctx, false);
+			if (this.s.active) this.flushNotices(ctx, false);
 		});
-		pi.on("turn_end", (e, ctx) => this.onTurnEnd(e as any, ctx));
-		pi.on("agent_before_settle", (e, ctx) => this.onBeforeSettle(e as any, ctx));
+		pi.on("turn_end", (e, ctx) => this.onTurnEnd(e, ctx));
+		pi.on("agent_before_settle", (e, ctx) => this.onBeforeSettle(e, ctx));
 		pi.on("agent_end", (_e, ctx) => {
-			if (ctx.signal?.aborted) this.state = R.initial;
+			if (ctx.signal?.aborted) runAborted(this.s);
 		});
 		pi.on("agent_settled", (_e, ctx) => {
-			if (!this.active) return;
+			if (!this.s.active) return;
 			this.flushNotices(ctx, true);
-			this.state = R.initial;
-			this.staged = {};
+			runSettled(this.s);
 		});
 		pi.on("session_before_compact", (e, ctx) => {
-			if (!this.active) return undefined;
+			if (!this.s.active) return undefined;
 			if (e.signal.aborted) return { cancel: true };
-			if (this.enabled || hasMarker(ctx.sessionManager.getBranch())) {
+			if (this.s.enabled || hasMarker(ctx.sessionManager.getBranch())) {
 				if (e.reason === "manual") {
 					this.notify(ctx, "pi-context: /compact is disabled while context windows are active. Use /wipe-memory to close out this window and start a fresh one.", "warning");
 				}

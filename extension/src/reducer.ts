@@ -1,7 +1,7 @@
-// The reset-control reducer of reset-lifecycle §6: a pure state machine that decides, from one
+// The reset-control reducer of docs/spec/reset-lifecycle.md §6: a pure state machine that decides, from one
 // lifecycle event and the facts the adapter supplies lazily, whether a reset boundary is
 // committed, whether the run continues or stops, and which request stays pending. It follows
-// the 0.35.2+ variant chosen in the spec README: an automatic (budget) close-out alone is
+// the 0.35.2+ variant chosen in docs/spec/README.md: an automatic (budget) close-out alone is
 // discarded at settlement; only `wipe_memory`, the hard reserve, or a manual `/wipe-memory`
 // commit. No I/O here.
 
@@ -117,7 +117,7 @@ export function beforeSettle(state: State, f: SettleFacts): [State, Effect] {
 	}
 	if (f.failed || !f.enabled() || r.kind !== "close-out") return [{ request: NONE, overflow: state.overflow }, "none"];
 	if (f.queued()) return [state, "none"];
-	// 0.35.2+ (spec README decision): a budget close-out alone never commits at a normal stop.
+	// 0.35.2+ (docs/spec/README.md decision): a budget close-out alone never commits at a normal stop.
 	if (r.source === "automatic") return [{ request: NONE, overflow: state.overflow }, "none"];
 	return [initial, "commit-boundary-stop"];
 }

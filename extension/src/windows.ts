@@ -1,7 +1,7 @@
 // Context windows on the active branch: window ids, reset markers, checkpoint backing, whether
 // a reset boundary is committed, and what a marker's tail needs to be repaired. Pure functions
 // over Pi session entries (the branch, root → leaf); they read no files and call no binary.
-// These are host facts of the reset protocol (reset-lifecycle §1, §9, §11), not notes/history
+// These are host facts of the reset protocol (docs/spec/reset-lifecycle.md §1, §9, §11), not notes/history
 // decisions, which stay in `pi-context`.
 import { randomUUID } from "node:crypto";
 import type { SessionEntry } from "@earendil-works/pi-coding-agent";
@@ -17,8 +17,14 @@ export const SWITCH = "pi-context/switch";
 
 type Entry = SessionEntry;
 
+/** The first 8 code points of the session id (not UTF-16 units: the binary counts the same). */
+function sessionPrefix(sessionId: string): string {
+	return Array.from(sessionId).slice(0, 8).join("");
+}
+
+/** The root window id, `pcw:<first 8 code points of the session id>:root`. */
 export function rootWindowId(sessionId: string): string {
-	return `pcw:${sessionId.slice(0, 8)}:root`;
+	return `pcw:${sessionPrefix(sessionId)}:root`;
 }
 
 /** The marker's window id when `entry` is a valid reset marker, else undefined. */
@@ -57,7 +63,7 @@ export function previousWindowId(branch: readonly Entry[], index: number, sessio
 export function mintWindowId(branch: readonly Entry[], sessionId: string): string {
 	const taken = new Set(branch.map(markerWindowId).filter((w): w is string => w !== undefined));
 	for (;;) {
-		const id = `pcw:${sessionId.slice(0, 8)}:${randomUUID().slice(0, 8)}`;
+		const id = `pcw:${sessionPrefix(sessionId)}:${randomUUID().slice(0, 8)}`;
 		if (!taken.has(id)) return id;
 	}
 }
@@ -87,7 +93,7 @@ export function bootWindowId(details: unknown): string | undefined {
 }
 
 /**
- * reset-lifecycle §11.1: the last marker on the branch is a valid, checkpoint-backed marker for
+ * docs/spec/reset-lifecycle.md §11.1: the last marker on the branch is a valid, checkpoint-backed marker for
  * `windowId`, followed by exactly one hidden boot for it and then a hidden continuation, before
  * any other marker, message, foreign custom message, compaction or branch summary.
  */
@@ -116,7 +122,7 @@ export type TailState =
 	| { kind: "complete" }
 	| { kind: "needs"; boot: boolean; continuation: boolean; windowId: string; previousWindowId: string };
 
-/** reset-lifecycle §9: what the last marker's tail lacks (or why it must not be touched). */
+/** docs/spec/reset-lifecycle.md §9: what the last marker's tail lacks (or why it must not be touched). */
 export function inspectMarkerTail(branch: readonly Entry[], sessionId: string): TailState | undefined {
 	const index = lastMarkerIndex(branch);
 	if (index < 0) return undefined;

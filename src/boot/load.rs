@@ -8,15 +8,21 @@
 //! file time until the newest `cap` rows are certain (see [`load_home`]).
 
 use std::cmp::Ordering;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
+use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
+use crate::notes::store::NoteFile;
 use crate::notes::{frontmatter, store};
+
+/// The stable code that starts the `unavailable` text of a home whose directory (or one
+/// between it and the notes root) is a symlink: it is never read through.
+pub const HOME_IS_SYMLINK: &str = "home_is_symlink";
 
 /// Where the five homes are and how their addresses are displayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +59,17 @@ impl Layout {
         }
     }
 
+    /// The home's directory as components under the root (opened without following symlinks).
+    pub fn home_components(&self, kind: HomeKind) -> Vec<&str> {
+        match kind {
+            HomeKind::Session => vec!["pi", "session", &self.session_id],
+            HomeKind::Project => vec!["project", &self.project_key],
+            HomeKind::Human => vec!["human"],
+            HomeKind::Agent => vec!["agents", &self.agent],
+            HomeKind::Model => vec!["models", &self.model],
+        }
+    }
+
     /// The displayed address prefix (concrete homes: `@agents/<slug>/`, `@models/<slug>/`).
     pub fn prefix(&self, kind: HomeKind) -> String {
         match kind {
@@ -68,6 +85,18 @@ impl Layout {
 /// Load all five homes. `opened_at_ms` also stands in for a note's missing or unreadable
 /// `updatedAt` (as the store does with "now").
 pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
+    load_snapshot_cached(layout, opened_at_ms, None)
+}
+
+/// [`load_snapshot`] with the notes metadata cache of the shared cache directory `cache_dir`
+/// (see `notes::cache`): unchanged note files are not opened. Same snapshot with or without it.
+pub fn load_snapshot_cached(
+    layout: &Layout,
+    opened_at_ms: i64,
+    cache_dir: Option<&Path>,
+) -> Snapshot {
+    let root_cache = cache_dir.map(|dir| root_cache_dir(dir, &layout.root));
+    let root_cache = root_cache.as_deref();
     let mut snapshot = Snapshot::empty(opened_at_ms);
     // One thread per home: the walk is dominated by open/read syscalls, which overlap well.
     // Results are placed by home, so the snapshot does not depend on thread timing.
@@ -76,9 +105,24 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
             .into_iter()
             .map(|kind| {
                 let dir = layout.home_dir(kind);
+                let components = layout.home_components(kind);
                 let prefix = layout.prefix(kind);
-                let handle =
-                    scope.spawn(move || load_home(&dir, &prefix, kind.cap(), opened_at_ms));
+                let root = &layout.root;
+                let handle = scope.spawn(move || {
+                    let mut cache = root_cache.map(|c| HomeCache::load(c, root, &dir));
+                    let home = load_home_in(
+                        root,
+                        &components,
+                        &prefix,
+                        kind.cap(),
+                        opened_at_ms,
+                        cache.as_mut(),
+                    );
+                    if let (Some(cache), Ok(_)) = (&cache, &home) {
+                        cache.save();
+                    }
+                    home
+                });
                 (kind, handle)
             })
             .collect();
@@ -108,7 +152,20 @@ pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
 struct Found {
     updated_at_ms: i64,
     address: String,
-    path: PathBuf,
+    file: NoteFile,
+    vpath: String,
+    stat: FileStat,
+}
+
+/// Keep only the newest `cap`: a sorted insert into a tiny vector.
+fn keep(kept: &mut Vec<Found>, cap: usize, found: Found) {
+    let at = kept
+        .binary_search_by(|probe| recency(probe, &found))
+        .unwrap_or_else(|i| i);
+    if at < cap {
+        kept.insert(at, found);
+        kept.truncate(cap);
+    }
 }
 
 /// Recency order: newest first; ties by address compared case-insensitively, then bytewise.
@@ -121,9 +178,10 @@ fn recency(a: &Found, b: &Found) -> Ordering {
 /// One `.md` file found by the walk, before it is read.
 struct Candidate {
     vpath: String,
-    path: PathBuf,
+    file: NoteFile,
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
+    stat: FileStat,
 }
 
 /// Load one home directory. `Ok(empty)` when it does not exist.
@@ -136,45 +194,96 @@ struct Candidate {
 /// files are read newest mtime first and the walk stops as soon as no unread file can enter
 /// the newest `cap`: a boot reads a few dozen notes instead of the whole home.
 pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Result<HomeSnapshot> {
+    load_home_cached(dir, prefix, cap, now_ms, None)
+}
+
+/// [`load_home`] with a home's metadata cache: a note whose `stat` matches its entry is ranked
+/// from the cached frontmatter (no open), and its body's code points come from the entry when
+/// known; what is read is added to the cache.
+pub fn load_home_cached(
+    dir: &Path,
+    prefix: &str,
+    cap: usize,
+    now_ms: i64,
+    cache: Option<&mut HomeCache>,
+) -> io::Result<HomeSnapshot> {
+    load_home_in(dir, &[] as &[&str], prefix, cap, now_ms, cache)
+}
+
+/// [`load_home_cached`] for the home `components` under the notes `root`, reached without
+/// following a symlink: a symlinked home (or directory between it and the root) is an error
+/// whose text starts with the stable code `home_is_symlink`, and is never read through.
+pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    components: &[S],
+    prefix: &str,
+    cap: usize,
+    now_ms: i64,
+    mut cache: Option<&mut HomeCache>,
+) -> io::Result<HomeSnapshot> {
     let mut home = HomeSnapshot::default();
-    match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(home),
-        Err(e) => return Err(e),
-        Ok(meta) if !meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", dir.display()),
-            ));
+    let dir = match store::open_home(root, components) {
+        Ok(None) => return Ok(home),
+        Ok(Some(dir)) => dir,
+        Err(e) if e.kind == crate::confine::Kind::Symlink => {
+            return Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")));
         }
-        Ok(_) => {}
-    }
+        Err(e) => return Err(e.into()),
+    };
     let mut files = Vec::new();
-    store::walk(dir, "", &mut files)?;
+    store::walk_files(std::sync::Arc::new(dir), "", true, &mut files)?;
+    if let Some(cache) = cache.as_deref_mut() {
+        let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        cache.retain_seen(&seen);
+    }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
-    for (vpath, path) in files {
+    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
+    for file in files {
+        let vpath = file.rel.clone();
         if vpath == "MAP.md" {
-            home.map = read_map(&path, prefix)?;
+            home.map = read_map(&file, prefix)?;
             continue;
         }
-        let mtime_ms = match std::fs::symlink_metadata(&path) {
-            Ok(meta) => mtime_ms(&meta),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+        let Some(stat) = file.stat else {
+            continue; // vanished since the directory was read
         };
+        let mtime_ms = stat
+            .mtime
+            .saturating_mul(1000)
+            .saturating_add(stat.mtime_nsec / 1_000_000);
+        if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
+            // Ranked from the cached block: exactly what reading its head would give.
+            home.note_files += 1;
+            let fields = frontmatter::fields_of_bytes(&entry.prefix);
+            if !fields.contains_key("crumpledAt") {
+                keep(
+                    &mut kept,
+                    cap,
+                    Found {
+                        updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
+                        address: format!("{prefix}{vpath}"),
+                        file,
+                        vpath,
+                        stat,
+                    },
+                );
+            }
+            continue;
+        }
         candidates.push(Candidate {
             vpath,
-            path,
+            file,
             mtime_ms,
+            stat,
         });
     }
-    home.note_files = candidates.len();
+    home.note_files += candidates.len();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
             .cmp(&a.mtime_ms)
             .then_with(|| a.vpath.cmp(&b.vpath))
     });
-    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
     let mut head = Vec::new();
     for candidate in candidates {
         let full = kept.len() >= cap;
@@ -185,36 +294,68 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
         {
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
-        match store::read_head_into(&candidate.path, &mut head) {
+        match store::read_head_into(&candidate.file, &mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
+        }
+        if let (Some(cache), Some(block)) = (cache.as_deref_mut(), frontmatter::block_prefix(&head))
+        {
+            cache.insert(
+                candidate.vpath.clone(),
+                CacheEntry {
+                    stat: candidate.stat,
+                    prefix: block.into(),
+                    chars: None,
+                },
+            );
         }
         // As the store's listing decides it: the fields of the block, from the head alone.
         let fields = frontmatter::fields_of_bytes(&head);
         if fields.contains_key("crumpledAt") {
             continue;
         }
-        let found = Found {
-            updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
-            address: format!("{prefix}{}", candidate.vpath),
-            path: candidate.path,
-        };
-        // Keep only the newest `cap`: a sorted insert into a tiny vector.
-        let at = kept
-            .binary_search_by(|probe| recency(probe, &found))
-            .unwrap_or_else(|i| i);
-        if at < cap {
-            kept.insert(at, found);
-            kept.truncate(cap);
-        }
+        keep(
+            &mut kept,
+            cap,
+            Found {
+                updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
+                address: format!("{prefix}{}", candidate.vpath),
+                file: candidate.file,
+                vpath: candidate.vpath,
+                stat: candidate.stat,
+            },
+        );
     }
-    // Bodies are read whole only for the rows shown (their code points are displayed).
+    // Bodies are read whole only for the rows shown (their code points are displayed), unless
+    // the cache knows their count.
     let mut recent = Vec::with_capacity(kept.len());
     for f in kept {
-        let chars = match read_body(&f.path)? {
-            Some(body) => body.chars().count(),
-            None => continue,
+        let known = cache
+            .as_deref()
+            .and_then(|c| c.get(&f.vpath, &f.stat))
+            .and_then(|e| e.chars);
+        let chars = match known {
+            Some(chars) => chars as usize,
+            None => match read_text(&f.file)? {
+                Some(raw) => {
+                    let chars = split_note(&raw).1.chars().count();
+                    if let Some(cache) = cache.as_deref_mut()
+                        && let Some(block) = frontmatter::block_prefix(raw.as_bytes())
+                    {
+                        cache.insert(
+                            f.vpath.clone(),
+                            CacheEntry {
+                                stat: f.stat,
+                                prefix: block.into(),
+                                chars: Some(chars as u64),
+                            },
+                        );
+                    }
+                    chars
+                }
+                None => continue,
+            },
         };
         recent.push(NoteRow {
             address: f.address,
@@ -227,8 +368,8 @@ pub fn load_home(dir: &Path, prefix: &str, cap: usize, now_ms: i64) -> io::Resul
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.
-fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
-    let Some(raw) = read_text(path)? else {
+fn read_map(file: &NoteFile, prefix: &str) -> io::Result<Option<MapNote>> {
+    let Some(raw) = read_text(file)? else {
         return Ok(None);
     };
     let (fields, body) = split_note(&raw);
@@ -241,22 +382,11 @@ fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
     }))
 }
 
-fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime()
-        .saturating_mul(1000)
-        .saturating_add(meta.mtime_nsec() / 1_000_000)
-}
-
-/// A note's body (frontmatter removed). `None` when the file vanished.
-fn read_body(path: &Path) -> io::Result<Option<String>> {
-    Ok(read_text(path)?.map(|raw| split_note(&raw).1.into_owned()))
-}
-
 /// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.
-fn read_text(path: &Path) -> io::Result<Option<String>> {
-    match std::fs::read(path) {
-        Ok(raw) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
+fn read_text(file: &NoteFile) -> io::Result<Option<String>> {
+    let mut raw = Vec::new();
+    match file.open().and_then(|mut f| f.read_to_end(&mut raw)) {
+        Ok(_) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }

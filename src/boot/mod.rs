@@ -4,11 +4,11 @@
 
 pub mod load;
 pub mod render;
-pub mod tools;
 
+// Defined once in `crate::protocol` (shared with budget and history); re-exported for callers
+// that know them as boot's.
+pub use crate::protocol::{ToolNames, root_window_id};
 pub use load::{Layout, load_snapshot};
 pub use render::{
-    BootIdentity, HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot, Windows, continuation,
-    render, root_window_id,
+    BootIdentity, HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot, Windows, continuation, render,
 };
-pub use tools::ToolNames;

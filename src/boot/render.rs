@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::tools::ToolNames;
+use crate::protocol::ToolNames;
 
 /// A MAP.md body longer than this many code points is cut in the boot.
 pub const MAP_BOOT_MAX_CHARS: usize = 4096;
@@ -173,12 +173,6 @@ pub struct Windows {
     pub current: String,
     /// The window before it (none for the root boot).
     pub previous: Option<String>,
-}
-
-/// `pcw:<first 8 characters of session_id>:root`.
-pub fn root_window_id(session_id: &str) -> String {
-    let prefix: String = session_id.chars().take(8).collect();
-    format!("pcw:{prefix}:root")
 }
 
 /// The boot block: identity, protocol and notes index joined by one blank line.
@@ -373,8 +367,8 @@ Any other @ address is invalid. @ addresses name notes, never files: do not pass
     lines.join("\n")
 }
 
-/// The continuation a host appends right after the boot of a reset window (reset-lifecycle
-/// §8, entry 4): the single piece of reset prose. Never part of a boot, so a root boot (no
+/// The continuation a host appends right after the boot of a reset window
+/// (docs/spec/reset-lifecycle.md §8, entry 4): the single piece of reset prose. Never part of a boot, so a root boot (no
 /// reset happened) never tells the model it woke up.
 pub fn continuation(tools: &ToolNames) -> String {
     let ToolNames {
@@ -542,13 +536,6 @@ mod tests {
         assert_eq!(relative_time(-7_200_000, 0), "2h ago");
         assert_eq!(relative_time(1_500, 0), "in 1s");
         assert_eq!(relative_time(-3 * 86_400_000 - 5, 0), "3d ago");
-    }
-
-    #[test]
-    fn root_window_id_takes_eight_characters() {
-        assert_eq!(root_window_id("0123456789abcdef"), "pcw:01234567:root");
-        assert_eq!(root_window_id("short"), "pcw:short:root");
-        assert_eq!(root_window_id("é1234567890"), "pcw:é1234567:root");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::settings::Settings;
-use crate::boot::ToolNames;
+use crate::protocol::ToolNames;
 
 /// Tokens between the warning line and the hard reserve: the agent's runway to close out.
 pub const WARNING_RUNWAY_TOKENS: u64 = 16_384;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, ToolNames, Windows};
-use crate::cli::common::{Exit, IdentityArgs, emit, read_request};
+use crate::cli::common::{CacheArgs, Exit, IdentityArgs, emit, read_request, resolve_cache_dir};
 use crate::cli::{Ctx, Io};
 use crate::envelope::{Refusal, Reply};
 
@@ -24,6 +24,8 @@ pub struct Args {
     /// the session home and the root window id).
     #[command(flatten)]
     pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// The window this boot opens [default: the session's root window id].
     #[arg(long, value_name = "ID")]
     pub window_id: Option<String>,
@@ -116,7 +118,16 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         previous: args.previous_window_id.clone().filter(|p| !p.is_empty()),
         first,
     };
-    let snapshot = boot::load_snapshot(&layout, opened_at.timestamp_millis());
+    let cache_dir = if args.cache.no_cache {
+        None
+    } else {
+        resolve_cache_dir(ctx)
+    };
+    let snapshot = boot::load::load_snapshot_cached(
+        &layout,
+        opened_at.timestamp_millis(),
+        cache_dir.as_deref(),
+    );
     let boot_identity = BootIdentity { agent, model };
     let (text, budget) = match args.max_chars {
         None => (

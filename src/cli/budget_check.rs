@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::boot::ToolNames;
 use crate::budget::decision::{self, Policy, Usage, WindowFacts};
 use crate::budget::settings::{self, Settings, SettingsPaths};
 use crate::cli::common::{Exit, absolute_from, emit, env_path, home_dir, read_request};
 use crate::cli::{Ctx, Io};
 use crate::envelope::Reply;
+use crate::protocol::ToolNames;
 
 /// Decide the context-budget action from usage and Pi settings.
 ///

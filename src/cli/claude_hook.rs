@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::common::{Exit, IdentityArgs, absolute_from, emit, read_request};
+use super::common::{CacheArgs, Exit, IdentityArgs, absolute_from, emit, read_request};
 use super::mcp::{HostState, host_state_file, host_tool_names, run_in_process};
 use super::{Command, Ctx, Io, boot_render};
 use crate::envelope::{Refusal, Reply};
@@ -117,6 +117,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         previous_window_id: None,
         opened_at: None,
         max_chars: Some(args.max_chars),
+        cache: CacheArgs::default(),
     };
     let request = json!({"tools": host_tool_names(&args.tool_prefix, false)});
     let envelope = run_in_process(

@@ -368,6 +368,16 @@ impl IdentityArgs {
     }
 }
 
+/// `--no-cache`, for the commands the notes metadata cache or the access journal speeds up.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct CacheArgs {
+    /// Work without the cache directory: read every note file instead of trusting the notes
+    /// metadata cache (which is neither read nor written); notes-read then writes its access
+    /// bump into the note itself (durably) instead of the access journal.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
 /// The one cache directory (history index, notes metadata): `$PI_CONTEXT_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/pi-context`, else `~/.cache/pi-context`; relative values resolve against the
 /// working directory. `None` when none of these can be named (no `HOME`): callers then work
@@ -404,7 +414,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            cwd: PathBuf::from("/work/dir"),
+            cwd: PathBuf::from("/home/u/dir"),
             now: chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap(),
             format: Format::Json,
         }
@@ -419,7 +429,7 @@ mod tests {
         ];
         assert_eq!(
             resolve_cache_dir(&ctx_with(&all)),
-            Some(PathBuf::from("/work/dir/rel/cache"))
+            Some(PathBuf::from("/home/u/dir/rel/cache"))
         );
         assert_eq!(
             resolve_cache_dir(&ctx_with(&all[1..])),

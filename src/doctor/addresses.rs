@@ -1,4 +1,4 @@
-//! The doctor's reference check (spec dream-doctor §12.4): find the backtick-quoted concrete
+//! The doctor's reference check (docs/spec/dream-doctor.md §12.4): find the backtick-quoted concrete
 //! note addresses in a note's body (bare names too, in `MAP.md`), and report those that do not
 //! parse or whose note does not exist. It owns which spans count as addresses and where each
 //! resolves from a static point of view (`@self/` and `@model/` are skipped: who is running is
@@ -121,7 +121,7 @@ enum Reference {
     Concrete(Address),
 }
 
-/// Decode with the notes address grammar (spec notes §4.1). The identity only fills in
+/// Decode with the notes address grammar (docs/spec/notes.md §4.1). The identity only fills in
 /// `@self/`/`@model/`, which are then set aside as [`Reference::Relative`].
 #[allow(
     clippy::expect_used,

@@ -1,4 +1,4 @@
-//! The doctor's strict frontmatter check (spec dream-doctor §12.3). It owns the *validation*
+//! The doctor's strict frontmatter check (docs/spec/dream-doctor.md §12.3). It owns the *validation*
 //! grammar, which is deliberately stricter than the notes store's lenient reader: the block
 //! must start at byte 0 (a BOM fails), a repeated key is an issue rather than "last wins", and
 //! values are checked as raw text. It must not be used to read notes for any other purpose:

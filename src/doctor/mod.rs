@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::dream::artifacts;
 use crate::notes::{MAX_NOTE_BYTES, is_slug};
 
 pub use render::{Bounded, bound, render_text};
@@ -34,13 +35,13 @@ const MAX_NOTE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 const MAX_LOCK_BYTES: u64 = 256;
 
 /// Root entries that belong to dream and its audit, and legacy dream artifacts: not notes,
-/// never inspected (spec dream-doctor §12.2).
+/// never inspected (docs/spec/dream-doctor.md §12.2).
 const IGNORED_ROOT_ENTRIES: &[&str] = &[
-    ".git",
-    "dreams",
+    artifacts::GIT_DIR,
+    artifacts::REPORTS_DIR,
     "snapshots",
     "trash",
-    ".dream.lock.last-run",
+    artifacts::LAST_RUN_FILE,
 ];
 
 /// The stable machine code of one kind of problem. The wire form is the snake_case name
@@ -73,6 +74,9 @@ pub enum IssueKind {
     Symlink,
     /// A file inside a home that is not a `.md` note (or not a regular file).
     UnexpectedFile,
+    /// A temp file of pi-context (`.<name>.<6 alphanumerics>.tmp`) left by an interrupted
+    /// write; the next write into its directory removes it once it is an hour old.
+    StaleTempFile,
     /// A note that is not valid UTF-8.
     NotUtf8,
     /// A note file over the store's 1,000,000-byte limit (the store refuses to rewrite it).
@@ -113,6 +117,7 @@ impl IssueKind {
             IssueKind::UnexpectedPiEntry => "unexpected_pi_entry",
             IssueKind::Symlink => "symlink",
             IssueKind::UnexpectedFile => "unexpected_file",
+            IssueKind::StaleTempFile => "stale_temp_file",
             IssueKind::NotUtf8 => "not_utf8",
             IssueKind::NoteTooLarge => "note_too_large",
             IssueKind::FrontmatterMissing => "frontmatter_missing",
@@ -392,7 +397,7 @@ impl Walk {
             let abs = home.join(&entry.name);
             let rel = name.clone();
             match name.as_str() {
-                ".dream.lock" => self.lock(&abs, &rel, entry.kind),
+                artifacts::LOCK_FILE => self.lock(&abs, &rel, entry.kind),
                 n if IGNORED_ROOT_ENTRIES.contains(&n) => {}
                 "human" => {
                     if self.expect_dir(&rel, entry.kind) {
@@ -585,6 +590,15 @@ impl Walk {
                     self.note(&abs, &child_rel, &name, root);
                     self.files.insert(abs);
                 }
+                EntryKind::File if crate::confine::is_temp_name(&entry.name) => {
+                    self.files.insert(abs);
+                    self.issue(
+                        child_rel,
+                        IssueKind::StaleTempFile,
+                        "temp file left by an interrupted write; the next write into this \
+                         directory removes it once it is an hour old, or delete it",
+                    );
+                }
                 EntryKind::File => {
                     self.files.insert(abs);
                     self.issue(
@@ -727,7 +741,7 @@ pub fn lock_content_is_valid(content: &[u8]) -> bool {
     pid_ok && uuid_ok
 }
 
-/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (spec dream-doctor §12.2).
+/// `^.+-[0-9a-f]{8}$`: a basename, a dash, 8 lowercase hex digits (docs/spec/dream-doctor.md §12.2).
 pub fn is_project_key(name: &str) -> bool {
     let bytes = name.as_bytes();
     bytes.len() >= 10 && {

@@ -63,15 +63,10 @@ pub fn render_text(data: &Bounded<'_>) -> String {
     }
     let counts = data.counts;
     let covered = format!(
-        "{} ({}), {} {} checked, {} skipped (@self/, @model/)",
+        "{} ({}), {} checked, {} skipped (@self/, @model/)",
         plural(counts.notes, "note", "notes"),
         plural(counts.maps, "map", "maps"),
-        counts.addresses_checked,
-        if counts.addresses_checked == 1 {
-            "address"
-        } else {
-            "addresses"
-        },
+        plural(counts.addresses_checked, "address", "addresses"),
         counts.addresses_skipped,
     );
     if data.clean {
@@ -85,13 +80,8 @@ pub fn render_text(data: &Bounded<'_>) -> String {
     }
     if data.omitted_issues > 0 {
         text.push_str(&format!(
-            "\n{} more {} not listed (output budget); request {{\"all_issues\":true}} to list every issue",
-            data.omitted_issues,
-            if data.omitted_issues == 1 {
-                "issue"
-            } else {
-                "issues"
-            },
+            "\n{} not listed (output budget); request {{\"all_issues\":true}} to list every issue",
+            plural(data.omitted_issues, "more issue", "more issues"),
         ));
     }
     text

@@ -36,6 +36,9 @@ pub struct Options {
     pub pid: u32,
     /// A unique token (a v4 UUID) proving the lock is this run's.
     pub token: String,
+    /// The shared cache directory, whose access journal is folded into the notes before the
+    /// baseline (`None`: nothing to fold).
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// Which model the dreamer uses, and why.
@@ -465,6 +468,15 @@ impl Locked<'_, '_> {
             warnings: self.options.warnings.clone(),
             failure: None,
         };
+        // Reads defer their access bumps to the access journal; the baseline (and the dreamer,
+        // which reads note files directly) must see them in the files.
+        if let Some(cache_dir) = &self.options.cache_dir
+            && let Err(e) = crate::notes::store::fold_pending_access(self.home, cache_dir)
+        {
+            record.warnings.push(format!(
+                "could not fold pending access metadata into the notes: {e}"
+            ));
+        }
         let baseline =
             match audit::snapshot(self.home, &format!("baseline {}", self.stamp), self.now) {
                 Ok(snapshot) => snapshot,
@@ -753,6 +765,7 @@ mod tests {
             warnings: vec!["pi-context: a warning".into()],
             invocation_dir: PathBuf::from("/somewhere/else"),
             pid: 7,
+            cache_dir: None,
             token: "tok".into(),
         }
     }

@@ -1,4 +1,4 @@
-//! Event documents (history.md §6): the one deterministic text per event that search matches,
+//! Event documents (docs/spec/history.md §6): the one deterministic text per event that search matches,
 //! previews show and read windows slice, plus the tool facts (name, status, arguments, bash
 //! truncation, nested calls) rows and reads report. Built on demand from fully decoded
 //! entries; code-point helpers live here too. Must not page, filter or render.

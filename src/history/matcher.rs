@@ -1,4 +1,4 @@
-//! Query matching for `history-search` (history.md §14.2): each query is a literal matched
+//! Query matching for `history-search` (docs/spec/history.md §14.2): each query is a literal matched
 //! case-insensitively by Unicode simple case folding on the original document text, several
 //! queries ORed, leftmost match wins. The regex crate's `(?i)` uses simple case folding, the
 //! same relation as JavaScript's `iu` flags, and its leftmost-first alternation gives the

@@ -1,4 +1,4 @@
-//! Paging for `history-list` and `history-search` (history.md §11–§13): candidate order from
+//! Paging for `history-list` and `history-search` (docs/spec/history.md §11–§13): candidate order from
 //! the `before`/`after` anchors, the greedy fit of whole pages against the one output budget,
 //! anchors, fold rows of the conversation view, first-row shrinking, and the page text. The
 //! JSON and the text of a page are rendered from the same rows, and every trial is judged by
@@ -49,7 +49,7 @@ pub struct NestedSummary {
     pub complete: bool,
 }
 
-/// One event row (§11.1), keys in wire order.
+/// One event row (docs/spec/history.md §11.1), keys in wire order.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct EventRow {
     pub seq: u64,
@@ -76,7 +76,7 @@ pub struct EventRow {
     pub tool_name_omitted: Option<bool>,
 }
 
-/// A fold row (§11.2).
+/// A fold row (docs/spec/history.md §11.2).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FoldRow {
     pub folded: bool,
@@ -102,10 +102,13 @@ pub struct Page {
     pub older_before: Option<u64>,
     pub newer_after: Option<u64>,
     pub skipped_lines: u64,
+    /// How the session index was used (`built`, `extended`, `reused`, `bypassed`,
+    /// `unavailable`).
+    pub index: &'static str,
 }
 
 impl Page {
-    /// The page text (§13).
+    /// The page text (docs/spec/history.md §13).
     pub fn render(&self) -> String {
         if self.items.is_empty() {
             let mut text = "no events match this selection".to_string();
@@ -134,8 +137,12 @@ impl Page {
 pub fn push_skipped_note(text: &mut String, skipped: u64) {
     if skipped > 0 {
         text.push_str(&format!(
-            "\n\n[{skipped} malformed session line{} skipped]",
-            if skipped == 1 { "" } else { "s" }
+            "\n\n[{} skipped]",
+            plural(
+                usize::try_from(skipped).unwrap_or(usize::MAX),
+                "malformed session line",
+                "malformed session lines"
+            )
         ));
     }
 }
@@ -323,7 +330,7 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
     })
 }
 
-/// Select one page (§12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
+/// Select one page (docs/spec/history.md §12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
 /// used only when `spec.fold`.
 #[allow(clippy::expect_used, reason = "kept is non-empty here; just pushed")]
 pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
@@ -332,6 +339,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     spec: &PageSpec,
     rows: &mut RowSource<'_, F>,
     skipped_lines: u64,
+    index: &'static str,
 ) -> Result<(Page, String), HistoryError> {
     let lower = spec.after.unwrap_or(0);
     let upper = spec.before.unwrap_or(u64::MAX);
@@ -401,6 +409,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
             older_before,
             newer_after,
             skipped_lines,
+            index,
         }
     };
     let page_fits = |page: &Page| -> (bool, String) {
@@ -432,7 +441,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     Ok((page, text))
 }
 
-/// §12.5: the longest content prefix that fits; failing that, drop the tool name.
+/// docs/spec/history.md §12.5: the longest content prefix that fits; failing that, drop the tool name.
 fn shrink(
     row: EventRow,
     assemble: &mut impl FnMut(&[EventRow]) -> Page,

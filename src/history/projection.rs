@@ -1,4 +1,4 @@
-//! The history projection (spec history.md §2–§5): seqs allocated over every entry in file
+//! The history projection (docs/spec/history.md §2–§5): seqs allocated over every entry in file
 //! order, the active branch decoded into raw items, reset windows from markers, and call/result
 //! pairing into public events. Built from the session skeleton only — no message text — so it
 //! is cheap even for a very large file; documents are built per event on demand
@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 use std::ops::Range;
 
+use crate::protocol::root_window_id;
 use crate::session::{EntryKind, Role, Session};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
@@ -103,13 +104,7 @@ pub struct Projection {
     pub paired_results: HashMap<u64, u64>,
 }
 
-/// The root window id: `pcw:<first 8 chars of the session id>:root`.
-pub fn root_window_id(session_id: &str) -> String {
-    let prefix: String = session_id.chars().take(8).collect();
-    format!("pcw:{prefix}:root")
-}
-
-/// How many seqs an entry consumes (§2).
+/// How many seqs an entry consumes (docs/spec/history.md §2).
 pub fn seq_count(kind: &EntryKind) -> u64 {
     match kind {
         EntryKind::Compaction | EntryKind::BranchSummary | EntryKind::CustomMessage { .. } => 1,
@@ -165,7 +160,7 @@ impl Projection {
     /// `Session::active_branch`).
     #[allow(clippy::expect_used, reason = "the root window exists")]
     pub fn build(session: &Session, branch: &[usize]) -> Projection {
-        // §2: seqs over all entries in file order.
+        // docs/spec/history.md §2: seqs over all entries in file order.
         let mut first_seq = Vec::with_capacity(session.entries.len());
         let mut next = 1u64;
         for entry in &session.entries {
@@ -175,7 +170,7 @@ impl Projection {
         }
         let highest_seq = next - 1;
 
-        // §3: raw items per window along the branch.
+        // docs/spec/history.md §3: raw items per window along the branch.
         let mut windows: Vec<(String, Option<String>, Vec<Raw>)> =
             vec![(root_window_id(&session.header.id), None, Vec::new())];
         let mut branch_seqs = Vec::new();
@@ -228,7 +223,7 @@ impl Projection {
             }
         }
 
-        // §5.1: toolCallId → the first toolResult item with that id.
+        // docs/spec/history.md §5.1: toolCallId → the first toolResult item with that id.
         let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
         for (_, _, items) in &windows {
             for item in items {
@@ -241,7 +236,7 @@ impl Projection {
             }
         }
 
-        // §5.2: events.
+        // docs/spec/history.md §5.2: events.
         let mut paired_results = HashMap::new();
         let mut events = Vec::new();
         let mut out_windows = Vec::with_capacity(windows.len());

@@ -1,4 +1,4 @@
-//! `history-read` (history.md §15): the address checks in the spec's order, the bounded
+//! `history-read` (docs/spec/history.md §15): the address checks in the spec's order, the bounded
 //! execution metadata of tool events, and the largest document window that fits the budget,
 //! with its continuation footer outside the window text. Decodes only the lines of the one
 //! event read.
@@ -12,6 +12,7 @@ use super::page::push_skipped_note;
 use super::projection::EventRole;
 use super::{HistoryError, Opened, Rendered};
 use crate::envelope::{fits_js, largest_fitting};
+use crate::window::{Cut, LimitedBy, Window, continuation};
 
 /// Default `limit_chars`.
 pub const DEFAULT_LIMIT_CHARS: usize = 12_000;
@@ -72,7 +73,7 @@ struct ReadWindow<'a> {
     offset_chars: usize,
     total_chars: usize,
     next_offset_chars: Option<usize>,
-    limited_by: Option<&'static str>,
+    limited_by: Option<LimitedBy>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +86,7 @@ struct ReadData<'a> {
     execution: Option<&'a Execution>,
     window: ReadWindow<'a>,
     skipped_lines: u64,
+    index: &'static str,
 }
 
 /// A nested-call record with the wire's snake_case keys, its values as JavaScript holds them.
@@ -232,17 +234,12 @@ fn render(data: &ReadData) -> String {
     text.push_str("\n\n");
     text.push_str(data.window.text);
     let w = &data.window;
-    match (w.limited_by, w.next_offset_chars) {
-        (Some("limit"), Some(next)) => text.push_str(&format!(
-            "\n\n[{} more characters. Use offset_chars={next} to continue.]",
-            w.total_chars - next
-        )),
-        (Some(_), Some(next)) => text.push_str(&format!(
-            "\n\n[Showing chars [{}, {next}) of {} (32KB limit). Use offset_chars={next} to continue.]",
-            w.offset_chars, w.total_chars
-        )),
-        _ => {}
-    }
+    text.push_str(&continuation(
+        w.offset_chars,
+        w.total_chars,
+        w.next_offset_chars,
+        w.limited_by,
+    ));
     text
 }
 
@@ -274,20 +271,15 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
     let doc = document::build(&mut loader, event)?;
     let total = char_len(&doc.text);
     let window_id = projection.window_id(event);
-    if options.offset_chars > 0 && options.offset_chars as u64 > total as u64 {
-        return Err(HistoryError::InvalidOffset {
-            seq,
-            window_id: window_id.to_string(),
-            offset_chars: options.offset_chars,
-            total_chars: total,
-        });
-    }
-    let start = if options.offset_chars >= 0 {
-        options.offset_chars as usize
-    } else {
-        total.saturating_sub(options.offset_chars.unsigned_abs() as usize)
-    };
-    let range = options.limit_chars.min(total - start);
+    let cuts =
+        Window::resolve(options.offset_chars, options.limit_chars, total).map_err(|past| {
+            HistoryError::InvalidOffset {
+                seq,
+                window_id: window_id.to_string(),
+                past,
+            }
+        })?;
+    let Window { start, range, .. } = cuts;
     let execution = execution_of(&doc);
     let created_at = opened.session.entries[event.source.entry()]
         .timestamp
@@ -295,8 +287,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
     // The tail of the document from `start`, so each trial slices from its beginning.
     let tail = &doc.text[document::byte_at_char(&doc.text, start)..];
     let build = |d: usize| -> ReadData<'_> {
-        let next = start + d;
-        let remains = next < total;
+        let Cut { next, limited_by } = cuts.cut(d);
         ReadData {
             seq,
             window_id,
@@ -307,16 +298,11 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
                 text: char_slice(tail, 0, d),
                 offset_chars: start,
                 total_chars: total,
-                next_offset_chars: remains.then_some(next),
-                limited_by: if !remains {
-                    None
-                } else if d == range {
-                    Some("limit")
-                } else {
-                    Some("bytes")
-                },
+                next_offset_chars: next,
+                limited_by,
             },
             skipped_lines: opened.session.skipped_lines,
+            index: opened.index.as_str(),
         }
     };
     let trial = |d: usize| {

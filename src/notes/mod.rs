@@ -14,7 +14,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod access;
 pub mod address;
+pub mod cache;
+#[cfg(test)]
+mod cache_equivalence;
 pub mod date;
 pub mod error;
 pub mod frontmatter;

@@ -4,19 +4,23 @@
 //! for a lock are removed again). Paths that resolve outside the notes root through a symlink
 //! are refused. The caller passes "now"; nothing here reads the clock or the environment.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 
+use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
+use super::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
 use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
 use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, body_matches, recency_order};
-use crate::fsio;
+use crate::confine::{self, Dir, EntryKind};
 
 /// The notes store of one identity.
 ///
@@ -36,6 +40,9 @@ use crate::fsio;
 #[derive(Debug, Clone)]
 pub struct Store {
     identity: Identity,
+    /// This root's directory in the cache directory (metadata cache, access journal); `None`
+    /// works without either.
+    cache: Option<PathBuf>,
 }
 
 /// What a write did.
@@ -72,12 +79,8 @@ pub struct ReadNote {
     pub body: String,
 }
 
-/// One `{oldText, newText}` edit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    pub old_text: String,
-    pub new_text: String,
-}
+/// One `{oldText, newText}` edit (the shared wire shape).
+pub use crate::protocol::Edit;
 
 /// Switches of an update besides its edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -160,6 +163,9 @@ pub struct Status {
     pub crumpled_excluded: usize,
     /// Labels of homes that failed to read (`session`, `@project`, `@agents/<slug>`, …).
     pub homes_unavailable: Vec<String>,
+    /// Those of them that are unavailable because their directory (or a directory between it
+    /// and the notes root) is a symlink, which is never followed: code `home_is_symlink`.
+    pub homes_symlinked: Vec<String>,
 }
 
 /// Rows plus status.
@@ -171,7 +177,50 @@ pub struct WithStatus<T> {
 
 impl Store {
     pub fn new(identity: Identity) -> Store {
-        Store { identity }
+        Store {
+            identity,
+            cache: None,
+        }
+    }
+
+    /// Use the shared cache directory `cache_dir` (the store keeps its metadata cache and its
+    /// access journal in a subdirectory per notes root); `None` works without them.
+    pub fn with_cache_dir(mut self, cache_dir: Option<&Path>) -> Store {
+        self.cache = cache_dir.map(|dir| root_cache_dir(dir, &self.identity.root));
+        self
+    }
+
+    fn journal(&self) -> Option<Journal> {
+        self.cache.as_deref().map(Journal::new)
+    }
+
+    /// The note's path relative to the notes root, as the access journal names it.
+    fn journal_rel(&self, address: &Address) -> Result<String, NoteError> {
+        let lexical = address.file_path(&self.identity)?;
+        let rel = lexical
+            .strip_prefix(&self.identity.root)
+            .map_err(|_| escape_error())?;
+        Ok(rel.to_string_lossy().into_owned())
+    }
+
+    /// Take the pending reads of a note (lock held) for folding into the file about to be
+    /// written; `None` entries without a journal.
+    fn take_pending(&self, address: &Address) -> Result<Pending, NoteError> {
+        let rel = self.journal_rel(address)?;
+        let entries = match self.journal() {
+            // An unreadable journal only loses access counts: never block a write on it.
+            Some(journal) => journal.take(&rel).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        Ok(Pending { rel, entries })
+    }
+
+    fn restore_pending(&self, pending: &Pending) {
+        if let Some(journal) = self.journal()
+            && !pending.entries.is_empty()
+        {
+            journal.restore(&pending.rel, &pending.entries);
+        }
     }
 
     pub fn identity(&self) -> &Identity {
@@ -196,51 +245,62 @@ impl Store {
         let address = self.address(address)?;
         address.check_path_cap()?;
         address.check_writable(&self.identity)?;
-        let path = self.physical(&address)?;
         let origin = origin.unwrap_or(Origin::Myself);
         let body = frontmatter::strip_leading_frontmatter(content);
-        let created_dirs = missing_ancestors(&path);
+        let mut created_dirs = Vec::new();
         let result = (|| {
-            let _lock = fsio::lock_path(&path)?;
-            let existing = read_optional(&path)?;
-            let (mut meta, outcome) = match &existing {
-                None => {
-                    let mut meta = NoteMeta::new(origin, now);
-                    if address.home.scope == Scope::Session {
-                        meta.other
-                            .insert("project".into(), self.identity.project_key.clone().into());
+            let place = self.locate_create(&address, &mut created_dirs)?;
+            let _lock = place.dir.lock(&place.name).map_err(confined)?;
+            let existing = place.read()?;
+            let pending = self.take_pending(&address)?;
+            let result = (|| {
+                let (mut meta, outcome) = match &existing {
+                    None => {
+                        let mut meta = NoteMeta::new(origin, now);
+                        if address.home.scope == Scope::Session {
+                            meta.other
+                                .insert("project".into(), self.identity.project_key.clone().into());
+                        }
+                        (meta, WriteOutcome::Created)
                     }
-                    (meta, WriteOutcome::Created)
-                }
-                Some(raw) => {
-                    let (meta, _) = parse_note_at(raw, &path, now);
-                    let outcome = if meta.is_crumpled() {
-                        WriteOutcome::Uncrumpled
-                    } else {
-                        WriteOutcome::Overwritten
-                    };
-                    (meta, outcome)
-                }
-            };
-            meta.origin = origin;
-            meta.crumpled_at = None;
-            meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&path, text.as_bytes())?;
-            Ok(WriteReceipt {
-                address: address.clone(),
-                outcome,
-                meta,
-            })
+                    Some(raw) => {
+                        let (meta, _, _) = parse_with_pending(raw, &place, &pending.entries, now);
+                        let outcome = if meta.is_crumpled() {
+                            WriteOutcome::Uncrumpled
+                        } else {
+                            WriteOutcome::Overwritten
+                        };
+                        (meta, outcome)
+                    }
+                };
+                meta.origin = origin;
+                meta.crumpled_at = None;
+                meta.updated_at = now;
+                let text = serialize_note(&meta, &body)?;
+                place.write(&text)?;
+                Ok(WriteReceipt {
+                    address: address.clone(),
+                    outcome,
+                    meta,
+                })
+            })();
+            if result.is_err() {
+                self.restore_pending(&pending);
+            }
+            result
         })();
         if result.is_err() {
-            remove_created_dirs(&created_dirs);
+            confine::remove_created(&created_dirs);
         }
         result
     }
 
-    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount` on
-    /// disk (under the lock), for any home, including crumpled and hand-written notes.
+    /// Read a note: `None` when it does not exist. Bumps `lastAccessed` and `accessCount`, for
+    /// any home, including crumpled and hand-written notes. With a cache directory the bump goes
+    /// to the access journal (the note file is not written, nothing is flushed) and is folded
+    /// into the file by the note's next write, update or rename (or [`fold_pending_access`]);
+    /// the returned metadata includes it either way. Without one (or when the journal cannot
+    /// be written) the note is rewritten in place under its lock.
     pub fn read(
         &self,
         address: &str,
@@ -248,18 +308,42 @@ impl Store {
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
         address.check_path_cap()?;
-        let path = self.physical(&address)?;
-        let Some(_lock) = fsio::lock_existing(&path)? else {
+        let Some(place) = self.locate(&address)? else {
             return Ok(None);
         };
-        let Some(raw) = read_optional(&path)? else {
+        if let Some(journal) = self.journal() {
+            let Some(raw) = place.read()? else {
+                return Ok(None);
+            };
+            let rel = self.journal_rel(&address)?;
+            let parsed = frontmatter::parse(&raw);
+            let created = parsed.fields.get("createdAt");
+            if let Ok(earlier) = journal.record(&rel, created, now) {
+                let reads = access::matching(&earlier, created);
+                let first = access::first_time(&reads).unwrap_or(now);
+                let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, first);
+                let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
+                access::apply(&mut meta, &reads);
+                meta.last_accessed = now;
+                meta.access_count += 1.0;
+                return Ok(Some(ReadNote {
+                    address,
+                    meta,
+                    body: parsed.body.into_owned(),
+                }));
+            }
+        }
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
             return Ok(None);
         };
-        let (mut meta, body) = parse_note_at(&raw, &path, now);
+        let Some(raw) = place.read()? else {
+            return Ok(None);
+        };
+        let (mut meta, body) = parse_note_at(&raw, &place, now);
         meta.last_accessed = now;
         meta.access_count += 1.0;
         let text = frontmatter::serialize(&meta.to_fields(), &body);
-        fsio::write_atomic(&path, text.as_bytes())?;
+        place.write(&text)?;
         Ok(Some(ReadNote {
             address,
             meta,
@@ -269,11 +353,13 @@ impl Store {
 
     /// Read a note without touching it (no lock, no access bump): for doctor, dream and boot.
     pub fn peek(&self, address: &Address) -> Result<Option<(NoteMeta, String)>, NoteError> {
-        let path = self.physical(address)?;
-        let Some(raw) = read_optional(&path)? else {
+        let Some(place) = self.locate(address)? else {
             return Ok(None);
         };
-        Ok(Some(parse_note_at(&raw, &path, epoch())))
+        let Some(raw) = place.read()? else {
+            return Ok(None);
+        };
+        Ok(Some(parse_note_at(&raw, &place, epoch())))
     }
 
     /// The body of a home's top-level `MAP.md`, if it exists (read-only, no access bump).
@@ -303,14 +389,42 @@ impl Store {
                 "nothing to do: provide edits or at least one of origin, crumpled",
             ));
         }
-        let path = self.physical(&address)?;
-        let Some(_lock) = fsio::lock_existing(&path)? else {
+        let Some(place) = self.locate(&address)? else {
             return Err(not_found());
         };
-        let Some(raw) = read_optional(&path)? else {
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
             return Err(not_found());
         };
-        let (mut meta, body) = parse_note_at(&raw, &path, now);
+        let Some(raw) = place.read()? else {
+            return Err(not_found());
+        };
+        let pending = self.take_pending(&address)?;
+        let result = self.update_locked(&address, &place, &raw, &pending, edits, options, now);
+        if result.is_err() {
+            self.restore_pending(&pending);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update_locked(
+        &self,
+        address: &Address,
+        place: &Place,
+        raw: &str,
+        pending: &Pending,
+        edits: &[Edit],
+        options: UpdateOptions,
+        now: DateTime<FixedOffset>,
+    ) -> Result<UpdateReceipt, NoteError> {
+        let address = address.clone();
+        let (mut meta, body, folded) = parse_with_pending(raw, place, &pending.entries, now);
+        // The file as the deferred reads would have left it (they rewrote it canonically).
+        let raw = if folded {
+            frontmatter::serialize(&meta.to_fields(), &body)
+        } else {
+            raw.to_owned()
+        };
         let before = meta.clone();
         let (next, applied) = apply_edits(&body, edits, options.replace_all)?;
         if let Some(origin) = options.origin {
@@ -352,7 +466,7 @@ impl Store {
                 after: String::new(),
             },
         };
-        fsio::write_atomic(&path, text.as_bytes())?;
+        place.write(&text)?;
         Ok(UpdateReceipt {
             address,
             meta,
@@ -374,24 +488,36 @@ impl Store {
         to.check_path_cap()?;
         from.check_writable(&self.identity)?;
         to.check_writable(&self.identity)?;
-        let source = self.physical(&from)?;
-        let target = self.physical(&to)?;
-        if source == target {
+        // No symlink is ever followed, so the same address is the same file.
+        if from.home == to.home && from.file_vpath() == to.file_vpath() {
             return Err(err(
                 ErrorKind::NothingToDo,
                 "rename_to resolves to the same note",
             ));
         }
-        if !exists(&source)? {
+        let Some(source) = self.locate(&from)? else {
+            return Err(not_found());
+        };
+        if source
+            .dir
+            .kind_of(&source.name)
+            .map_err(confined)?
+            .is_none()
+        {
             return Err(not_found());
         }
-        let created_dirs = missing_ancestors(&target);
+        let mut created_dirs = Vec::new();
         let result = (|| {
-            let _locks = fsio::lock_paths(&[&source, &target])?;
-            let Some(raw) = read_optional(&source)? else {
+            let target = self.locate_create(&to, &mut created_dirs)?;
+            let _locks = confine::lock_all(&[
+                (&source.dir, source.name.as_os_str()),
+                (&target.dir, target.name.as_os_str()),
+            ])
+            .map_err(confined)?;
+            let Some(raw) = source.read()? else {
                 return Err(not_found());
             };
-            let replaced_crumpled_target = match read_optional(&target)? {
+            let replaced_crumpled_target = match target.read()? {
                 None => false,
                 Some(existing) => {
                     let crumpled = frontmatter::parse_fields_only(&existing)
@@ -405,7 +531,10 @@ impl Store {
                     true
                 }
             };
-            let (mut meta, body) = parse_note_at(&raw, &source, now);
+            let pending = self.take_pending(&from)?;
+            // The replaced crumpled target's pending reads go with it.
+            let _ = self.take_pending(&to)?;
+            let (mut meta, body, _) = parse_with_pending(&raw, &source, &pending.entries, now);
             match (from.home.scope, to.home.scope) {
                 (Scope::Session, Scope::Session) => {}
                 (_, Scope::Session) => {
@@ -418,9 +547,12 @@ impl Store {
                 _ => {}
             }
             meta.updated_at = now;
-            let text = serialize_note(&meta, &body)?;
-            fsio::write_atomic(&target, text.as_bytes())?;
-            fs::remove_file(&source)?;
+            let written = serialize_note(&meta, &body).and_then(|text| target.write(&text));
+            if let Err(e) = written {
+                self.restore_pending(&pending);
+                return Err(e);
+            }
+            source.dir.remove_file(&source.name).map_err(confined)?;
             Ok(RenameReceipt {
                 from: from.clone(),
                 to: to.clone(),
@@ -429,7 +561,7 @@ impl Store {
             })
         })();
         if result.is_err() {
-            remove_created_dirs(&created_dirs);
+            confine::remove_created(&created_dirs);
         }
         result
     }
@@ -510,11 +642,42 @@ impl Store {
         }))
     }
 
-    /// The physical path of a note: the lexical path with its existing part resolved through
-    /// symlinks, refused when that leaves the notes root.
-    fn physical(&self, address: &Address) -> Result<PathBuf, NoteError> {
-        let lexical = address.file_path(&self.identity)?;
-        resolve_inside(&self.identity.root, &lexical)
+    /// Where a note lives: its directory reached from the notes root one component at a time
+    /// without following a symlink, and its file name. `None` when the root or a directory on
+    /// the way does not exist (nothing is created).
+    fn locate(&self, address: &Address) -> Result<Option<Place>, NoteError> {
+        let (dirs, name) = self.components(address)?;
+        let Some(root) = Dir::open_root(&self.identity.root).map_err(confined)? else {
+            return Ok(None);
+        };
+        Ok(root
+            .walk(&dirs)
+            .map_err(confined)?
+            .map(|dir| Place { dir, name }))
+    }
+
+    /// [`Store::locate`], creating the root and missing directories; each directory created is
+    /// recorded in `created` so a refused write can remove it again.
+    fn locate_create(
+        &self,
+        address: &Address,
+        created: &mut Vec<(Dir, OsString)>,
+    ) -> Result<Place, NoteError> {
+        let (dirs, name) = self.components(address)?;
+        let root = Dir::create_root(&self.identity.root).map_err(confined)?;
+        let dir = root.walk_create(&dirs, created).map_err(confined)?;
+        Ok(Place { dir, name })
+    }
+
+    /// The directory components under the root and the file name of a note.
+    fn components(&self, address: &Address) -> Result<(Vec<String>, OsString), NoteError> {
+        let mut dirs = address
+            .home
+            .components(&self.identity)
+            .ok_or_else(no_session)?;
+        dirs.extend(address.file_vpath().split('/').map(str::to_owned));
+        let name = dirs.pop().map(OsString::from).unwrap_or_default();
+        Ok((dirs, name))
     }
 
     #[allow(
@@ -526,26 +689,52 @@ impl Store {
         let homes = self.homes_of(&plan, query)?;
         let mut candidates = Vec::new();
         let mut home_failed = vec![false; homes.len()];
+        let mut home_symlinked = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
+        let mut extra_symlinked = Vec::new();
+        // Listings use the metadata cache (one per home); a search reads whole files anyway.
+        let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
+        let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
+        let mut seen: Vec<Vec<String>> = Vec::with_capacity(homes.len());
         for (index, home) in homes.iter().enumerate() {
+            caches.push(None);
+            seen.push(Vec::new());
             let home = match home {
                 Ok(home) => home,
-                Err(label) => {
+                Err((label, symlink)) => {
                     extra_unavailable.push(label.clone());
+                    if *symlink {
+                        extra_symlinked.push(label.clone());
+                    }
                     continue;
                 }
             };
-            let Some(dir) = home.dir(&self.identity) else {
+            let (Some(dir), Some(components)) =
+                (home.dir(&self.identity), home.components(&self.identity))
+            else {
                 continue;
             };
             let prefix = home.prefix();
-            let mut files = Vec::new();
-            if walk(&dir, "", &mut files).is_err() {
+            let mut files: Vec<NoteFile> = Vec::new();
+            let walked = open_home(&self.identity.root, &components).and_then(|opened| {
+                opened.map_or(Ok(()), |d| {
+                    walk_files(Arc::new(d), "", use_cache, &mut files)
+                })
+            });
+            if let Err(e) = walked {
                 home_failed[index] = true;
+                home_symlinked[index] = e.kind == confine::Kind::Symlink;
                 continue;
             }
-            for (rel, path) in files {
-                let display = format!("{prefix}{rel}");
+            if use_cache && let Some(cache_dir) = &self.cache {
+                caches[index] = Some(HomeCache::load(cache_dir, &self.identity.root, &dir));
+                seen[index] = files.iter().map(|f| f.rel.clone()).collect();
+            }
+            for file in files {
+                if use_cache && file.stat.is_none() {
+                    continue; // vanished since the directory was read
+                }
+                let display = format!("{prefix}{}", file.rel);
                 if plan
                     .pattern
                     .as_ref()
@@ -555,15 +744,42 @@ impl Store {
                 }
                 candidates.push(Candidate {
                     home: index,
-                    rel,
+                    rel: file.rel.clone(),
                     display,
-                    path,
+                    stat: file.stat,
+                    file,
                 });
             }
         }
         let outcomes = process_parallel(&candidates, |candidate, buf| {
-            examine(candidate, buf, &plan, scan)
+            examine(candidate, buf, &plan, scan, caches[candidate.home].as_ref())
         });
+        let mut learned: Vec<(usize, String, CacheEntry)> = Vec::new();
+        let outcomes: Vec<Examined> = outcomes
+            .into_iter()
+            .zip(&candidates)
+            .map(|((outcome, entry), candidate)| {
+                if let Some(entry) = entry {
+                    learned.push((candidate.home, candidate.rel.clone(), entry));
+                }
+                outcome
+            })
+            .collect();
+        for (home, rel, entry) in learned {
+            if let Some(cache) = caches[home].as_mut() {
+                cache.insert(rel, entry);
+            }
+        }
+        for (index, cache) in caches.iter_mut().enumerate() {
+            if let Some(cache) = cache
+                && !home_failed[index]
+            {
+                let seen: rustc_hash::FxHashSet<&str> =
+                    seen[index].iter().map(String::as_str).collect();
+                cache.retain_seen(&seen);
+                cache.save();
+            }
+        }
         let mut crumpled = vec![0usize; homes.len()];
         let mut hits = Vec::new();
         for (candidate, outcome) in candidates.into_iter().zip(outcomes) {
@@ -609,13 +825,20 @@ impl Store {
         let mut status = Status::default();
         for (index, home) in homes.iter().enumerate() {
             if home_failed[index] {
-                let label = home.as_ref().map(Home::label).unwrap_or_else(|l| l.clone());
+                let label = home
+                    .as_ref()
+                    .map(Home::label)
+                    .unwrap_or_else(|(l, _)| l.clone());
+                if home_symlinked[index] {
+                    status.homes_symlinked.push(label.clone());
+                }
                 status.homes_unavailable.push(label);
             } else {
                 status.crumpled_excluded += crumpled[index];
             }
         }
         status.homes_unavailable.extend(extra_unavailable);
+        status.homes_symlinked.extend(extra_symlinked);
         let first_error = home_failed.iter().any(|f| *f) || !status.homes_unavailable.is_empty();
         Ok(Scanned {
             rows: rows.into_iter().map(|(_, hit)| hit).collect(),
@@ -625,7 +848,7 @@ impl Store {
     }
 
     /// The homes a plan reads; an unreadable namespace is `Err(label)`.
-    fn homes_of(&self, plan: &Plan, query: &Query) -> Result<Vec<Result<Home, String>>, NoteError> {
+    fn homes_of(&self, plan: &Plan, query: &Query) -> Result<Vec<HomeOrUnreadable>, NoteError> {
         Ok(match &plan.homes {
             HomeSelection::Homes(homes) => {
                 if query.scope == Some(Scope::Session) && self.identity.session_id.is_none() {
@@ -635,10 +858,10 @@ impl Store {
             }
             HomeSelection::Namespace(scope) => {
                 let (dir, label) = match scope {
-                    Scope::Agent => (self.identity.root.join("agents"), "@agents"),
-                    _ => (self.identity.root.join("models"), "@models"),
+                    Scope::Agent => ("agents", "@agents"),
+                    _ => ("models", "@models"),
                 };
-                match slug_dirs(&dir) {
+                match slug_dirs(&self.identity.root, dir) {
                     Ok(slugs) => slugs
                         .into_iter()
                         .map(|slug| {
@@ -648,12 +871,15 @@ impl Store {
                             })
                         })
                         .collect(),
-                    Err(_) => vec![Err(label.to_owned())],
+                    Err(e) => vec![Err((label.to_owned(), e.kind == confine::Kind::Symlink))],
                 }
             }
         })
     }
 }
+
+/// A home to read, or a namespace that could not be enumerated: `(label, is a symlink)`.
+type HomeOrUnreadable = Result<Home, (String, bool)>;
 
 enum Scan {
     List,
@@ -706,7 +932,9 @@ struct Candidate {
     home: usize,
     rel: String,
     display: String,
-    path: PathBuf,
+    file: NoteFile,
+    /// Its `lstat`, taken by the walk when the metadata cache is used.
+    stat: Option<FileStat>,
 }
 
 enum Examined {
@@ -716,18 +944,69 @@ enum Examined {
     Hit(Box<NoteMeta>, Option<(Vec<LineMatch>, usize)>),
 }
 
-fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -> Examined {
-    let read = match scan {
-        // A listing needs only the frontmatter block: read the head of the file.
-        Scan::List => read_head_into(&candidate.path, buf),
-        Scan::Search(..) => read_into(&candidate.path, buf),
+/// Examine one candidate; with a cache (listings), also what the cache should learn.
+fn examine(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    cache: Option<&HomeCache>,
+) -> (Examined, Option<CacheEntry>) {
+    // The walk took the stat before anything is read: a file replaced in between is cached
+    // under its older stat, which no longer matches next time.
+    let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
+        return (examine_bytes(candidate, buf, plan, scan, None), None);
     };
-    match read {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Examined::Skip,
-        Err(_) => return Examined::Failed,
+    if let Some(entry) = cache.get(&candidate.rel, &stat) {
+        return (
+            examine_bytes(candidate, buf, plan, scan, Some(&entry.prefix)),
+            None,
+        );
     }
-    let crumpled = frontmatter::block_has_key(buf, "crumpledAt");
+    let outcome = examine_bytes(candidate, buf, plan, scan, None);
+    let learned = match outcome {
+        Examined::Failed | Examined::Skip if buf.is_empty() => None,
+        _ => frontmatter::block_prefix(buf).map(|prefix| CacheEntry {
+            stat,
+            prefix: prefix.into(),
+            chars: None,
+        }),
+    };
+    (outcome, learned)
+}
+
+/// Examine one candidate from its file (read into `buf`), or from the frontmatter prefix
+/// `known` the cache holds for it (listings only): the same bytes give the same answer.
+fn examine_bytes(
+    candidate: &Candidate,
+    buf: &mut Vec<u8>,
+    plan: &Plan,
+    scan: &Scan,
+    known: Option<&[u8]>,
+) -> Examined {
+    let bytes: &[u8] = match known {
+        Some(prefix) => prefix,
+        None => {
+            let read = match scan {
+                // A listing needs only the frontmatter block: read the head of the file.
+                Scan::List => read_head_into(&candidate.file, buf),
+                Scan::Search(..) => read_into(&candidate.file, buf),
+            };
+            match read {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    buf.clear();
+                    return Examined::Skip;
+                }
+                Err(_) => {
+                    buf.clear();
+                    return Examined::Failed;
+                }
+            }
+            buf
+        }
+    };
+    let crumpled = frontmatter::block_has_key(bytes, "crumpledAt");
     if crumpled != plan.wastebasket {
         return if crumpled {
             Examined::Crumpled
@@ -737,8 +1016,9 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
     }
     match scan {
         Scan::List => {
-            let fields = frontmatter::fields_of_bytes(buf);
-            let fallback = stamp_fallback(&fields, &candidate.path, epoch());
+            let fields = frontmatter::fields_of_bytes(bytes);
+            let file = &candidate.file;
+            let fallback = stamp_fallback(&fields, &file.dir, &file.name, epoch());
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
         Scan::Search(matcher, max) => {
@@ -746,16 +1026,17 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
                 return Examined::Skip;
             };
             // Cheap rejection on the raw bytes: most notes cannot match at all.
-            if !bytes_re.is_match(buf) {
+            if !bytes_re.is_match(bytes) {
                 return Examined::Skip;
             }
-            let text = String::from_utf8_lossy(buf);
+            let text = String::from_utf8_lossy(bytes);
             let parsed = frontmatter::parse(&text);
             let (matches, total) = body_matches(text_re, &parsed.body, *max);
             if total == 0 {
                 return Examined::Skip;
             }
-            let fallback = stamp_fallback(&parsed.fields, &candidate.path, epoch());
+            let file = &candidate.file;
+            let fallback = stamp_fallback(&parsed.fields, &file.dir, &file.name, epoch());
             let meta = NoteMeta::from_fields(&parsed.fields, fallback);
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
@@ -765,8 +1046,8 @@ fn examine(candidate: &Candidate, buf: &mut Vec<u8>, plan: &Plan, scan: &Scan) -
 /// Read a whole file into `buf` with plain `read` calls: `read_to_end` on a `File` first asks
 /// for its size and position (two extra syscalls per note, a measurable share of a 10,000-note
 /// listing).
-fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = fs::File::open(path)?;
+fn read_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = file.open()?;
     buf.clear();
     read_to_end_plain(&mut file, buf, 0)
 }
@@ -777,8 +1058,8 @@ pub(crate) const HEAD_BYTES: usize = 4096;
 /// Read the head of a file into `buf`: at least its frontmatter block (or the whole file when
 /// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
 /// reading a long body a listing (or the boot index) never looks at.
-pub(crate) fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = fs::File::open(path)?;
+pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = file.open()?;
     buf.clear();
     buf.resize(HEAD_BYTES, 0);
     let mut len = 0;
@@ -858,101 +1139,152 @@ fn process_parallel<T: Sync, R: Send>(
     })
 }
 
-/// Regular `.md` files under `dir` (not following symlinks), as (`a/b.md`, path). A missing
-/// `dir` is empty. The one definition of which files are notes (the boot index uses it too).
+/// One note file found by [`walk`]: its path relative to the home and where to open it.
+#[derive(Debug, Clone)]
+pub(crate) struct NoteFile {
+    /// `a/b.md`, relative to the home.
+    pub rel: String,
+    /// The directory holding it (reached without following symlinks).
+    pub dir: Arc<Dir>,
+    pub name: OsString,
+    /// Its `lstat` (not following it), when the walk was asked for it; `None` for a file that
+    /// vanished meanwhile.
+    pub stat: Option<FileStat>,
+}
+
+impl NoteFile {
+    /// Open it for reading (never following a symlink); a vanished file is `NotFound`.
+    pub fn open(&self) -> io::Result<fs::File> {
+        self.dir
+            .open_file(&self.name)?
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+}
+
+/// Open a home directory under `root` without following a symlink anywhere below the root:
+/// `None` when the root or the home does not exist; a symlink is a `Kind::Symlink` error.
+pub(crate) fn open_home<S: AsRef<OsStr>>(
+    root: &Path,
+    components: &[S],
+) -> Result<Option<Dir>, confine::Error> {
+    match Dir::open_root(root)? {
+        Some(root) => root.walk(components),
+        None => Ok(None),
+    }
+}
+
+/// For tests: the note files under `dir` as (`a/b.md`, path), through [`walk_files`].
+#[cfg(test)]
 pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let Ok(name) = entry.file_name().into_string() else {
+    if let Some(opened) = Dir::open_root(dir)? {
+        let mut files = Vec::new();
+        walk_files(Arc::new(opened), rel, false, &mut files)?;
+        out.extend(files.into_iter().map(|f| {
+            let path = dir.join(&f.rel);
+            (f.rel, path)
+        }));
+    }
+    Ok(())
+}
+
+/// Regular `.md` files under `dir` (symlinks never followed), as (`a/b.md`, where). The one
+/// definition of which files are notes (the boot index uses it too). A subdirectory swapped
+/// for a symlink while walking is skipped, like every symlink. With `with_stat`, each file's
+/// `lstat` is taken through its directory's handle (for the metadata cache).
+pub(crate) fn walk_files(
+    dir: Arc<Dir>,
+    rel: &str,
+    with_stat: bool,
+    out: &mut Vec<NoteFile>,
+) -> Result<(), confine::Error> {
+    for (name, kind) in dir.entries()? {
+        let Some(text) = name.to_str() else {
             continue; // not addressable
         };
         let child_rel = if rel.is_empty() {
-            name.clone()
+            text.to_owned()
         } else {
-            format!("{rel}/{name}")
+            format!("{rel}/{text}")
         };
-        if kind.is_dir() {
-            walk(&entry.path(), &child_rel, out)?;
-        } else if kind.is_file() && name.ends_with(".md") {
-            out.push((child_rel, entry.path()));
+        match kind {
+            EntryKind::Dir => match dir.child(&name) {
+                Ok(Some(sub)) => walk_files(Arc::new(sub), &child_rel, with_stat, out)?,
+                Ok(None) => {}
+                Err(e) if e.kind == confine::Kind::Symlink => {}
+                Err(e) => return Err(e),
+            },
+            EntryKind::File if text.ends_with(".md") => {
+                let stat = if with_stat {
+                    dir.lstat(&name)?.map(|s| FileStat::of_stat(&s))
+                } else {
+                    None
+                };
+                out.push(NoteFile {
+                    rel: child_rel,
+                    dir: Arc::clone(&dir),
+                    name,
+                    stat,
+                });
+            }
+            _ => {}
         }
     }
     Ok(())
 }
 
-/// Slug-named directories under `dir`, sorted (a missing `dir` has none).
-fn slug_dirs(dir: &Path) -> io::Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+/// Slug-named entries of `<root>/<namespace>` that may be homes (directories, and symlinks,
+/// which the listing then reports unavailable), sorted; a missing namespace has none.
+fn slug_dirs(root: &Path, namespace: &str) -> Result<Vec<String>, confine::Error> {
+    let Some(dir) = open_home(root, &[namespace])? else {
+        return Ok(Vec::new());
     };
-    let mut slugs = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        if entry.file_type()?.is_dir()
-            && let Ok(name) = entry.file_name().into_string()
-            && is_slug(&name)
-        {
-            slugs.push(name);
-        }
-    }
+    let mut slugs: Vec<String> = dir
+        .entries()?
+        .into_iter()
+        .filter(|(_, kind)| matches!(kind, EntryKind::Dir | EntryKind::Symlink))
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| is_slug(name))
+        .collect();
     slugs.sort();
     Ok(slugs)
 }
 
-/// Resolve the existing part of `lexical` through symlinks; refuse when the result is not
-/// under the (resolved) notes root.
-fn resolve_inside(root: &Path, lexical: &Path) -> Result<PathBuf, NoteError> {
-    let Ok(rel) = lexical.strip_prefix(root) else {
-        return Err(escape_error());
-    };
-    let root_phys = match fs::canonicalize(root) {
-        Ok(p) => p,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(lexical.to_path_buf()),
-        Err(e) => return Err(NoteError::io(e)),
-    };
-    let mut existing = root_phys.clone();
-    let mut components = rel.components().peekable();
-    while let Some(component) = components.peek() {
-        let Component::Normal(name) = component else {
-            return Err(escape_error());
-        };
-        let next = existing.join(name);
-        match fs::symlink_metadata(&next) {
-            Ok(meta) => {
-                existing = if meta.file_type().is_symlink() {
-                    match fs::canonicalize(&next) {
-                        Ok(p) => p,
-                        // A dangling link: where it would write is not ours to follow.
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                            return Err(escape_error());
-                        }
-                        Err(e) => return Err(NoteError::io(e)),
-                    }
-                } else {
-                    next
-                };
-                components.next();
+/// A note's place: its directory (reached without following symlinks) and its file name.
+struct Place {
+    dir: Dir,
+    name: OsString,
+}
+
+impl Place {
+    /// The note's text (invalid UTF-8 replaced); `None` when it does not exist.
+    fn read(&self) -> Result<Option<String>, NoteError> {
+        Ok(self.dir.read(&self.name).map_err(confined)?.map(|bytes| {
+            match String::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-            Err(e) => return Err(NoteError::io(e)),
-        }
+        }))
     }
-    if !existing.starts_with(&root_phys) {
-        return Err(escape_error());
+
+    /// Replace the note atomically, in its directory handle.
+    fn write(&self, text: &str) -> Result<(), NoteError> {
+        self.dir
+            .write_atomic(&self.name, text.as_bytes())
+            .map_err(confined)
     }
-    let mut physical = existing;
-    for component in components {
-        physical.push(component.as_os_str());
+}
+
+/// A confinement failure as a notes error: a symlink under the root is `path_escapes_root`;
+/// anything else is an `io_error` whose cause (for the stderr line) names the operation and
+/// the path.
+fn confined(e: confine::Error) -> NoteError {
+    match e.kind {
+        confine::Kind::Symlink => err(
+            ErrorKind::PathEscapesRoot,
+            "address goes through a symlink under the notes root; symlinks are never followed: refused",
+        ),
+        _ => NoteError::io(e.into()),
     }
-    Ok(physical)
 }
 
 fn escape_error() -> NoteError {
@@ -966,15 +1298,93 @@ fn not_found() -> NoteError {
     err(ErrorKind::NotFound, "note not found")
 }
 
+/// Pending reads taken from the access journal for one note.
+struct Pending {
+    rel: String,
+    entries: Vec<Entry>,
+}
+
+/// Parse a note and fold the pending reads that belong to it (same raw `createdAt`), exactly
+/// as the reads would have left the file; the flag says whether any read was folded.
+fn parse_with_pending(
+    raw: &str,
+    place: &Place,
+    entries: &[Entry],
+    now: DateTime<FixedOffset>,
+) -> (NoteMeta, String, bool) {
+    let parsed = frontmatter::parse(raw);
+    let reads = access::matching(entries, parsed.fields.get("createdAt"));
+    // A timestamp missing from the file was filled by the first read that rewrote it (from
+    // the file's time, which reads no longer change, in that read's offset).
+    let first = access::first_time(&reads).unwrap_or(now);
+    let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, first);
+    let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
+    access::apply(&mut meta, &reads);
+    (meta, parsed.body.into_owned(), !reads.is_empty())
+}
+
+/// Fold every pending read of the access journal of `root` (kept under `cache_dir`) into its
+/// note, each under the note's lock, with an atomic durable write: after this the files carry
+/// all access metadata (`dream` calls it before its baseline). Reads of notes that no longer
+/// exist, or that were replaced by a different note (another `createdAt`), are dropped.
+/// Returns how many notes were rewritten.
+pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteError> {
+    let journal = Journal::new(&root_cache_dir(cache_dir, root));
+    let mut folded = 0;
+    for rel in journal.pending_paths()? {
+        let safe = Path::new(&rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+            && rel.ends_with(".md");
+        if !safe {
+            journal.take(&rel)?;
+            continue;
+        }
+        // Reached from the root's handle without following a symlink, as every note is.
+        let mut dirs: Vec<&str> = rel.split('/').collect();
+        let name = OsString::from(dirs.pop().unwrap_or_default());
+        let opened = Dir::open_root(root).and_then(|r| match r {
+            Some(r) => r.walk(&dirs),
+            None => Ok(None),
+        });
+        let place = match opened {
+            Ok(Some(dir)) => Place { dir, name },
+            Ok(None) | Err(_) => {
+                journal.take(&rel)?;
+                continue;
+            }
+        };
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
+            journal.take(&rel)?;
+            continue;
+        };
+        let entries = journal.take(&rel)?;
+        let Some(raw) = place.read()? else {
+            continue;
+        };
+        let (meta, body, changed) = parse_with_pending(&raw, &place, &entries, epoch());
+        if !changed {
+            continue;
+        }
+        let text = frontmatter::serialize(&meta.to_fields(), &body);
+        if let Err(e) = place.write(&text) {
+            journal.restore(&rel, &entries);
+            return Err(e);
+        }
+        folded += 1;
+    }
+    Ok(folded)
+}
+
 fn epoch() -> DateTime<FixedOffset> {
     DateTime::UNIX_EPOCH.fixed_offset()
 }
 
 /// Parse a note file read from `path`; a timestamp it lacks (or that is not a date) takes the
 /// file's modification time, the truest date the filesystem has for a hand-written note.
-fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
+fn parse_note_at(raw: &str, place: &Place, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
     let parsed = frontmatter::parse(raw);
-    let fallback = stamp_fallback(&parsed.fields, path, now);
+    let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, now);
     (
         NoteMeta::from_fields(&parsed.fields, fallback),
         parsed.body.into_owned(),
@@ -987,59 +1397,19 @@ fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMet
 /// nothing extra.
 fn stamp_fallback(
     fields: &serde_json::Map<String, serde_json::Value>,
-    path: &Path,
+    dir: &Dir,
+    name: &OsStr,
     otherwise: DateTime<FixedOffset>,
 ) -> DateTime<FixedOffset> {
     if NoteMeta::has_all_stamps(fields) {
         return otherwise;
     }
-    fs::metadata(path)
-        .and_then(|m| m.modified())
+    dir.mtime_ms(name)
         .ok()
-        .map(|t| DateTime::<chrono::Utc>::from(t).with_timezone(otherwise.offset()))
+        .flatten()
+        .and_then(DateTime::from_timestamp_millis)
+        .map(|t| t.with_timezone(otherwise.offset()))
         .unwrap_or(otherwise)
-}
-
-fn exists(path: &Path) -> Result<bool, NoteError> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(NoteError::io(e)),
-    }
-}
-
-fn read_optional(path: &Path) -> Result<Option<String>, NoteError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(NoteError::io(e)),
-    }
-}
-
-/// The ancestors of `path` that do not exist yet, deepest first.
-fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
-    let mut missing = Vec::new();
-    let mut current = path.parent();
-    while let Some(dir) = current {
-        if dir.as_os_str().is_empty() || fs::symlink_metadata(dir).is_ok() {
-            break;
-        }
-        missing.push(dir.to_path_buf());
-        current = dir.parent();
-    }
-    missing
-}
-
-/// Undo directory creation after a refusal (only directories that are still empty).
-fn remove_created_dirs(dirs: &[PathBuf]) {
-    for dir in dirs {
-        if fs::remove_dir(dir).is_err() {
-            break;
-        }
-    }
 }
 
 /// Apply edits in order against the evolving body; returns the new body and how many edits
@@ -1113,6 +1483,7 @@ pub fn apply_edits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-01-01T00:00:00.000+00:00").unwrap()
@@ -1157,6 +1528,119 @@ mod tests {
         assert_eq!(e.code(), "path_escapes_root");
         assert!(store.read("@human/out/x", now()).is_err());
         assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+    }
+
+    /// What one step of a random session does to a store.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Write(usize, String),
+        Read(usize),
+        Update(usize, String),
+        Crumple(usize),
+        Rename(usize, usize),
+        /// Another program writes a new note file (its own `createdAt`; `{}` is replaced).
+        Hand(usize, String),
+        Delete(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        let name = 0usize..4;
+        prop_oneof![
+            (name.clone(), "[a-c ]{0,6}").prop_map(|(i, c)| Op::Write(i, c)),
+            name.clone().prop_map(Op::Read),
+            name.clone().prop_map(Op::Read),
+            (name.clone(), "[a-c]{1,3}").prop_map(|(i, c)| Op::Update(i, c)),
+            name.clone().prop_map(Op::Crumple),
+            (name.clone(), name.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+            (
+                name.clone(),
+                prop_oneof![
+                    Just("---\norigin: user\ncreatedAt: {}\n---\n\nhand".to_owned()),
+                    Just("---\ncreatedAt: {}\naccessCount: 2.5\n---\n\nx".to_owned()),
+                ]
+            )
+                .prop_map(|(i, c)| Op::Hand(i, c)),
+            name.prop_map(Op::Delete),
+        ]
+    }
+
+    fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut files = Vec::new();
+        let dir = Dir::open_root(root).unwrap().unwrap();
+        walk_files(Arc::new(dir), "", false, &mut files).unwrap();
+        files
+            .into_iter()
+            .map(|f| {
+                let bytes = fs::read(root.join(&f.rel)).unwrap();
+                (f.rel, bytes)
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(40))]
+        /// Deferring access bumps to the journal changes when they reach the file, never what:
+        /// after the same operations and a fold, every file is byte-identical to the store that
+        /// rewrote notes on every read, and every read returned the same metadata.
+        #[test]
+        fn deferred_access_bumps_fold_to_the_same_files(ops in proptest::collection::vec(op(), 1..40)) {
+            let eager_dir = tempfile::tempdir().unwrap();
+            let lazy_dir = tempfile::tempdir().unwrap();
+            let cache = tempfile::tempdir().unwrap();
+            let eager = store(eager_dir.path());
+            let lazy = store(lazy_dir.path()).with_cache_dir(Some(cache.path()));
+            let names = ["@human/a", "@human/d/b", "@self/c", "n"];
+            // Hand-written notes without createdAt, present from the start.
+            for root in [eager_dir.path(), lazy_dir.path()] {
+                fs::create_dir_all(root.join("human/d")).unwrap();
+                fs::write(root.join("human/d/b.md"), "---\norigin: user\n---\n\nhand").unwrap();
+                fs::create_dir_all(root.join("pi/session/s1")).unwrap();
+                fs::write(root.join("pi/session/s1/n.md"), "plain").unwrap();
+                // Missing stamps fall back to the file time: the same in both trees.
+                for hand in ["human/d/b.md", "pi/session/s1/n.md"] {
+                    fs::File::options().write(true).open(root.join(hand)).unwrap()
+                        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600))
+                        .unwrap();
+                }
+            }
+            for (step, op) in ops.iter().enumerate() {
+                let now = now() + chrono::Duration::milliseconds(1500 * step as i64);
+                for (store, root) in [(&eager, eager_dir.path()), (&lazy, lazy_dir.path())] {
+                    let path = |i: usize| store.address(names[i]).unwrap().file_path(store.identity()).unwrap();
+                    match op {
+                        Op::Write(i, c) => { store.write(names[*i], c, None, now).unwrap(); }
+                        Op::Read(_) | Op::Hand(..) | Op::Delete(_) => {}
+                        Op::Update(i, c) => {
+                            let _ = store.update(names[*i], &[Edit { old_text: "a".into(), new_text: c.clone() }], UpdateOptions { replace_all: true, ..UpdateOptions::default() }, now);
+                        }
+                        Op::Crumple(i) => {
+                            let _ = store.update(names[*i], &[], UpdateOptions { crumpled: Some(true), ..UpdateOptions::default() }, now);
+                        }
+                        Op::Rename(a, b) => { let _ = store.rename(names[*a], names[*b], now); }
+                    }
+                    if let Op::Hand(i, c) = op {
+                        let created = format_stamp(now);
+                        crate::fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
+                        // Its missing stamps fall back to its file time: the same in both trees.
+                        fs::File::options().write(true).open(path(*i)).unwrap()
+                            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600 + step as u64))
+                            .unwrap();
+                    }
+                    if let Op::Delete(i) = op {
+                        let _ = fs::remove_file(path(*i));
+                    }
+                    let _ = root;
+                }
+                if let Op::Read(i) = op {
+                    let a = eager.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    let b = lazy.read(names[*i], now).unwrap().map(|n| (n.meta, n.body));
+                    proptest::prop_assert_eq!(a, b, "read {} at step {}", names[*i], step);
+                }
+            }
+            fold_pending_access(lazy_dir.path(), cache.path()).unwrap();
+            proptest::prop_assert_eq!(tree(eager_dir.path()), tree(lazy_dir.path()));
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::store::{
     WriteReceipt,
 };
 use crate::envelope::{OUTPUT_BUDGET_BYTES, fits, largest_fitting, ok_envelope_bytes};
+use crate::window::{Cut, Reading, Window, continuation};
 use crate::words::plural;
 
 /// Default read window, in code points.
@@ -183,20 +184,9 @@ pub fn read_result(
 ) -> Result<Rendered, NoteError> {
     let body = note.body.as_str();
     let total = body.chars().count();
-    if offset_chars > 0 && offset_chars as u64 > total as u64 {
-        return Err(err(
-            ErrorKind::InvalidOffset,
-            format!(
-                "offset_chars {offset_chars} is past the end of the body: the note has {total} body chars; the largest legal offset is {total} (an empty end-read)"
-            ),
-        ));
-    }
-    let start = if offset_chars >= 0 {
-        offset_chars as usize
-    } else {
-        total.saturating_sub(offset_chars.unsigned_abs() as usize)
-    };
-    let range = limit_chars.min(total - start);
+    let cuts = Window::resolve(offset_chars, limit_chars, total)
+        .map_err(|past| err(ErrorKind::InvalidOffset, past.message(Reading::NoteBody)))?;
+    let Window { start, range, .. } = cuts;
     // Byte offsets of the window's code points (range + 1 entries, the last one the end).
     let start_byte = body
         .char_indices()
@@ -217,32 +207,18 @@ pub fn read_result(
     let meta_line = metadata_line(&metadata);
     let build = |d: usize| -> Rendered {
         let text_part = &window[..bounds[d]];
-        let next = (start + d < total).then_some(start + d);
-        let limited_by = match next {
-            None => Value::Null,
-            Some(_) if d == range => "limit".into(),
-            Some(_) => "bytes".into(),
-        };
+        let Cut { next, limited_by } = cuts.cut(d);
         let mut data = address_fields(&display, &note.address, identity);
         data.insert("metadata".into(), metadata.clone());
         data.insert("text".into(), text_part.into());
         data.insert("offset_chars".into(), json!(start));
         data.insert("total_chars".into(), json!(total));
         data.insert("next_offset_chars".into(), json!(next));
-        data.insert("limited_by".into(), limited_by.clone());
-        let mut text = format!("{head}\n{meta_line}\n\n{text_part}");
-        if let Some(next) = next {
-            if d == range {
-                text.push_str(&format!(
-                    "\n\n[{} more characters. Use offset_chars={next} to continue.]",
-                    total - next
-                ));
-            } else {
-                text.push_str(&format!(
-                    "\n\n[Showing chars [{start}, {next}) of {total} (32KB limit). Use offset_chars={next} to continue.]"
-                ));
-            }
-        }
+        data.insert("limited_by".into(), json!(limited_by));
+        let text = format!(
+            "{head}\n{meta_line}\n\n{text_part}{}",
+            continuation(start, total, next, limited_by)
+        );
         Rendered {
             data: Value::Object(data),
             text,
@@ -480,18 +456,30 @@ fn footers(status: &Status, more: usize, words: &SnapshotWords) -> Vec<String> {
         ));
     }
     for home in &status.homes_unavailable {
-        out.push(format!("{home} could not be read"));
+        if status.homes_symlinked.contains(home) {
+            out.push(format!(
+                "{home} could not be read (home_is_symlink: its directory is a symlink, which is never followed)"
+            ));
+        } else {
+            out.push(format!("{home} could not be read"));
+        }
     }
     out
 }
 
 fn snapshot_data(files: Vec<Value>, more: usize, status: &Status) -> Value {
-    json!({
+    let mut data = json!({
         "files": files,
         "more": more,
         "crumpled_excluded": status.crumpled_excluded,
         "homes_unavailable": status.homes_unavailable,
-    })
+    });
+    // Present only when some home is a symlink: which unavailable homes have the stable code
+    // `home_is_symlink`.
+    if !status.homes_symlinked.is_empty() {
+        data["homes_symlinked"] = json!(status.homes_symlinked);
+    }
+    data
 }
 
 /// How a snapshot counts its rows: `1 note` / `2 notes` and "pass wastebasket to list them",

@@ -152,10 +152,17 @@ fn the_store_and_doctor_share_one_date_grammar() {
         read["metadata"]["created_at"],
         "2026-01-01T00:00:00.000+00:00"
     );
+    // A read leaves the file alone (its access bump waits in the journal); the next write
+    // folds the bump in and rewrites the stamps in the one canonical form.
+    home.data(
+        "notes-update",
+        json!({"address": "@human/day.md", "origin": "user"}),
+    );
     let on_disk = fs::read_to_string(home.notes().join("human/day.md")).unwrap();
     assert!(
-        on_disk.contains("createdAt: 2026-01-01T00:00:00.000+00:00\n"),
-        "the read rewrote createdAt:\n{on_disk}"
+        on_disk.contains("createdAt: 2026-01-01T00:00:00.000+00:00\n")
+            && on_disk.contains("accessCount: 1\n"),
+        "the update rewrote createdAt and folded the read:\n{on_disk}"
     );
     assert!(on_disk.contains("updatedAt: 2026-01-02T08:30:00.000+00:00\n"));
 

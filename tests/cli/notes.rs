@@ -315,13 +315,43 @@ fn read_windows_metadata_and_access_bookkeeping() {
         "notes-read",
         r#"{"address":"@project/hand"}"#,
     );
-    let file = fs::read_to_string(env.notes().join("project/demo-1a2b3c4d/w.md")).unwrap();
-    assert!(file.contains("accessCount: 4"), "{file}");
-    let hand = fs::read_to_string(env.notes().join("project/demo-1a2b3c4d/hand.md")).unwrap();
+    // Reads never rewrite the note: their bumps wait in the access journal of the cache
+    // directory until the note's next write folds them in.
+    let w_path = env.notes().join("project/demo-1a2b3c4d/w.md");
+    let hand_path = env.notes().join("project/demo-1a2b3c4d/hand.md");
+    let file = fs::read_to_string(&w_path).unwrap();
+    assert!(file.contains("accessCount: 0"), "{file}");
+    let hand = fs::read_to_string(&hand_path).unwrap();
+    assert!(!hand.contains("accessCount"), "{hand}");
+    let journal = env.dir.path().join(".cache/pi-context/notes");
+    assert!(journal.is_dir(), "the journal lives in the cache directory");
+    env.ok(
+        "notes-update",
+        json!({"address": "@project/w", "origin": "self"}),
+    );
+    env.ok(
+        "notes-update",
+        json!({"address": "@project/hand", "origin": "user"}),
+    );
+    let file = fs::read_to_string(&w_path).unwrap();
+    assert!(
+        file.contains("accessCount: 4")
+            && file.contains("updatedAt: 2026-11-30T12:00:00.000+00:00"),
+        "{file}"
+    );
+    let hand = fs::read_to_string(&hand_path).unwrap();
     assert!(
         hand.contains("created_at: 2020-01-01") && hand.contains("accessCount: 1"),
         "{hand}"
     );
+    // --no-cache bumps the note itself, durably, as it is read.
+    let out = run(
+        env.command("notes-read", &["--no-cache"]),
+        r#"{"address":"@project/w"}"#,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let file = fs::read_to_string(&w_path).unwrap();
+    assert!(file.contains("accessCount: 5"), "{file}");
     // The offset refusal still bumps access (the read happened), as the original.
     let out = env.snap(
         "read_invalid_offset",

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::budget::settings::{self, SettingsPaths};
 use crate::cli::budget_check::{resolve_agent_dir, resolve_settings_paths};
-use crate::cli::common::{Exit, emit, resolve_notes_home};
+use crate::cli::common::{Exit, emit, resolve_cache_dir, resolve_notes_home};
 use crate::cli::{Ctx, Io};
 use crate::dream::lock::LockError;
 use crate::dream::run::{DreamOutcome, DreamerChoice, ModelSource, Options, Refused};
@@ -90,6 +90,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         invocation_dir: ctx.cwd.clone(),
         pid: std::process::id(),
         token: uuid::Uuid::new_v4().to_string(),
+        cache_dir: resolve_cache_dir(ctx),
     };
     let mut pi = pi::PiDreamer {
         pi_bin: pi_bin(&args, ctx),

@@ -25,7 +25,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use super::common::{Exit, Format, IdentityArgs, absolute_from};
+use super::common::{CacheArgs, Exit, Format, IdentityArgs, absolute_from};
 use super::history::SessionArgs;
 use super::{Cli, Command, Ctx, Io, boot_render, resolve_now};
 use crate::boot::ToolNames;
@@ -44,6 +44,8 @@ pub const BOOT_PROMPT: &str = "boot";
 pub struct Args {
     #[command(flatten)]
     pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// A Pi session file (JSONL): enables history_windows, history_list, history_read and
     /// history_search over it (never modified).
     #[arg(long, value_name = "FILE")]
@@ -52,6 +54,9 @@ pub struct Args {
     /// file's last entry].
     #[arg(long, value_name = "ID", requires = "session")]
     pub leaf: Option<String>,
+    /// With --session: read the whole file instead of using the session index.
+    #[arg(long, requires = "session")]
+    pub no_index: bool,
     /// Directory where a host hook records the host's current session (`claude-hook`):
     /// each call reads `<DIR>/<parent pid>.json` and, when present, its `session_id` names
     /// the session home (it follows /clear; --session-id is only the fallback).
@@ -64,6 +69,7 @@ struct Inner {
     env: BTreeMap<String, String>,
     cwd: PathBuf,
     identity: IdentityArgs,
+    cache: CacheArgs,
     session: Option<SessionArgs>,
     /// `<host-state>/<parent pid>.json`, when `--host-state` is given.
     host_state_file: Option<PathBuf>,
@@ -89,6 +95,7 @@ impl Server {
         let session = args.session.map(|session| SessionArgs {
             session: absolute_from(&ctx.cwd, &session),
             leaf: args.leaf,
+            no_index: args.no_index,
         });
         let host_state_file = args.host_state.map(|dir| {
             host_state_file(
@@ -111,6 +118,7 @@ impl Server {
             env: ctx.env.clone(),
             cwd: ctx.cwd.clone(),
             identity,
+            cache: args.cache,
             session,
             host_state_file,
             own_session_id,
@@ -186,7 +194,7 @@ impl Inner {
             .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
         let request = serde_json::to_vec(&Value::Object(arguments.unwrap_or_default()))
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let command = spec.command(&self.identity(), self.session.as_ref());
+        let command = spec.command(&self.identity(), self.cache, self.session.as_ref());
         Ok(tool_result(self.run_command(command, &request)))
     }
 
@@ -197,6 +205,7 @@ impl Inner {
             previous_window_id: None,
             opened_at: None,
             max_chars: None,
+            cache: self.cache,
         };
         let request = json!({"tools": host_tool_names("", self.session.is_some())});
         let envelope = self.run_command(Command::BootRender(args), request.to_string().as_bytes());

@@ -9,7 +9,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 
 use crate::cli::Command;
-use crate::cli::common::IdentityArgs;
+use crate::cli::common::{CacheArgs, IdentityArgs};
 use crate::cli::history::{self, SessionArgs};
 use crate::cli::notes;
 
@@ -46,7 +46,12 @@ impl ToolSpec {
     }
 
     /// The command that answers this tool, with the server's identity or session flags.
-    pub fn command(&self, identity: &IdentityArgs, session: Option<&SessionArgs>) -> Command {
+    pub fn command(
+        &self,
+        identity: &IdentityArgs,
+        cache: CacheArgs,
+        session: Option<&SessionArgs>,
+    ) -> Command {
         let identity = identity.clone();
         let source = || {
             session
@@ -55,9 +60,9 @@ impl ToolSpec {
         };
         match self.name {
             "notes_write" => Command::NotesWrite(notes::write::Args { identity }),
-            "notes_read" => Command::NotesRead(notes::read::Args { identity }),
+            "notes_read" => Command::NotesRead(notes::read::Args { identity, cache }),
             "notes_update" => Command::NotesUpdate(notes::update::Args { identity }),
-            "notes_list" => Command::NotesList(notes::list::Args { identity }),
+            "notes_list" => Command::NotesList(notes::list::Args { identity, cache }),
             "notes_search" => Command::NotesSearch(notes::search::Args { identity }),
             "history_windows" => {
                 Command::HistoryWindows(history::windows::Args { source: source() })

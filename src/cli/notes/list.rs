@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use super::{finish, parse_scope, prepare};
-use crate::cli::common::{Exit, IdentityArgs, invalid_request};
+use crate::cli::common::{CacheArgs, Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::Query;
 use crate::notes::wire::list_result;
@@ -15,6 +15,8 @@ use crate::notes::wire::list_result;
 pub struct Args {
     #[command(flatten)]
     pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -38,7 +40,8 @@ pub struct Request {
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+    let (request, store) = match prepare::<Request>(&args.identity, !args.cache.no_cache, ctx, io)?
+    {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };

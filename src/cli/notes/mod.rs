@@ -10,15 +10,20 @@ pub mod write;
 
 use serde::de::DeserializeOwned;
 
-use crate::cli::common::{Exit, IdentityArgs, emit, emit_with_cause, read_request};
+use crate::cli::common::{
+    Exit, IdentityArgs, emit, emit_with_cause, read_request, resolve_cache_dir,
+};
 use crate::cli::{Ctx, Io};
 use crate::envelope::{Refusal, Reply};
 use crate::notes::wire::{Rendered, refusal_parts};
 use crate::notes::{ErrorKind, NoteError, Scope, Store};
 
 /// Read the request and resolve the identity, or print the refusal and give its exit code.
+/// The store uses the shared cache directory (metadata cache, access journal) unless
+/// `use_cache` is false (`--no-cache`).
 pub(crate) fn prepare<T: DeserializeOwned>(
     identity: &IdentityArgs,
+    use_cache: bool,
     ctx: &Ctx,
     io: &mut Io,
 ) -> anyhow::Result<Result<(T, Store), Exit>> {
@@ -27,7 +32,11 @@ pub(crate) fn prepare<T: DeserializeOwned>(
         Err(refusal) => return Ok(Err(emit(&Reply::refused(refusal), ctx, io)?)),
     };
     match identity.resolve(ctx) {
-        Ok(identity) => Ok(Ok((request, Store::new(identity)))),
+        Ok(identity) => {
+            let cache = use_cache.then(|| resolve_cache_dir(ctx)).flatten();
+            let store = Store::new(identity).with_cache_dir(cache.as_deref());
+            Ok(Ok((request, store)))
+        }
         Err(refusal) => Ok(Err(emit(&Reply::refused(refusal), ctx, io)?)),
     }
 }

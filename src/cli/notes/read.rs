@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use super::{finish, prepare};
-use crate::cli::common::{Exit, IdentityArgs, invalid_request};
+use crate::cli::common::{CacheArgs, Exit, IdentityArgs, invalid_request};
 use crate::cli::{Ctx, Io};
 use crate::notes::wire::{DEFAULT_READ_WINDOW_CHARS, MAX_READ_WINDOW_CHARS, read_result};
 use crate::notes::{ErrorKind, NoteError};
@@ -16,6 +16,8 @@ use crate::notes::{ErrorKind, NoteError};
 pub struct Args {
     #[command(flatten)]
     pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -32,7 +34,8 @@ pub struct Request {
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+    let (request, store) = match prepare::<Request>(&args.identity, !args.cache.no_cache, ctx, io)?
+    {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };

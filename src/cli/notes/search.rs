@@ -64,7 +64,7 @@ fn queries(value: Value) -> Result<Vec<String>, &'static str> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+    let (request, store) = match prepare::<Request>(&args.identity, false, ctx, io)? {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };

@@ -25,7 +25,7 @@ pub struct Request {
     pub address: String,
     /// Text replacements, applied in order as one batch (all or none).
     #[serde(default)]
-    pub edits: Option<Vec<EditRequest>>,
+    pub edits: Option<Vec<Edit>>,
     /// Who the content comes from: "self" (you, the default), "user" (the human said it), "external" (a document, a tool, the web).
     #[serde(default)]
     pub origin: Option<Origin>,
@@ -40,31 +40,12 @@ pub struct Request {
     pub rename_to: Option<String>,
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EditRequest {
-    /// Exact text to find in the body.
-    #[serde(rename = "oldText")]
-    pub old_text: String,
-    /// Its replacement.
-    #[serde(rename = "newText")]
-    pub new_text: String,
-}
-
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+    let (request, store) = match prepare::<Request>(&args.identity, true, ctx, io)? {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };
-    let edits: Vec<Edit> = request
-        .edits
-        .unwrap_or_default()
-        .into_iter()
-        .map(|e| Edit {
-            old_text: e.old_text,
-            new_text: e.new_text,
-        })
-        .collect();
+    let edits: Vec<Edit> = request.edits.unwrap_or_default();
     let rename_to = request.rename_to.filter(|r| !r.is_empty());
     let result = match rename_to {
         Some(target) => {

@@ -30,7 +30,7 @@ pub struct Request {
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, ctx, io)? {
+    let (request, store) = match prepare::<Request>(&args.identity, true, ctx, io)? {
         Ok(prepared) => prepared,
         Err(exit) => return Ok(exit),
     };

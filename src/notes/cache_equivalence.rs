@@ -1,0 +1,228 @@
+//! The metadata cache never changes an answer: over random stores and random edits between
+//! calls (new content, deletions, renames, every mtime made equal, and in-place edits that keep
+//! the size and restore the mtime), `notes-list`'s rows and status and `boot-render`'s snapshot
+//! are the same with the cache as without it, whether the cache's entries are fresh (racy, so
+//! re-read) or old enough to be trusted.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use proptest::prelude::*;
+
+use super::{Identity, Query, Store};
+use crate::boot::load::{Layout, load_snapshot, load_snapshot_cached};
+
+const HOMES: [&str; 5] = [
+    "human",
+    "agents/ann",
+    "project/k-1",
+    "pi/session/s1",
+    "models/m",
+];
+
+/// One note file's text, from a few shapes listing and boot treat differently.
+fn content(kind: u8, stamp: u8, filler: usize) -> String {
+    let updated = format!("2026-01-{:02}T10:00:00.000+00:00", 1 + stamp % 5);
+    let body = "body text ".repeat(filler);
+    match kind % 7 {
+        0 => format!(
+            "---\norigin: self\ncreatedAt: {updated}\nupdatedAt: {updated}\nlastAccessed: {updated}\naccessCount: 0\n---\n\n{body}"
+        ),
+        1 => {
+            format!("---\norigin: user\ncrumpledAt: {updated}\nupdatedAt: {updated}\n---\n\n{body}")
+        }
+        2 => format!("no block at all {body}"),
+        3 => format!("---\r\nupdatedAt: {updated}\r\n---\r\n\r\n{body}\r\n"),
+        4 => format!(
+            "---\nupdatedAt: {updated}\nbig: \"{}\"\n---\n\n{body}é",
+            "z".repeat(5000)
+        ),
+        5 => format!("---\nextra: [1, 2.5]\nupdatedAt: {updated}\n---\n\n{body}"),
+        _ => format!("---\nupdatedAt: not a date\n---\n\n{body}😀"),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Edit {
+    /// (Re)write a file with new content (a new inode, as an editor or pi-context does).
+    Write(usize, u8, u8, u8, usize),
+    /// Change bytes in place keeping the size, then put the old mtime back.
+    SameSizeSameMtime(usize, usize),
+    Delete(usize, usize),
+    Rename(usize, usize, usize),
+    /// Every note file gets the same mtime (a clone, a restore, a `touch`).
+    TouchAll,
+    /// Time passes: the cache files become old enough for their entries to be trusted.
+    AgeCache,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (0..5usize, any::<u8>(), any::<u8>(), 0u8..3, 0..40usize)
+            .prop_map(|(h, k, s, n, f)| Edit::Write(h, k, s, n, f)),
+        (0..5usize, 0..6usize).prop_map(|(h, n)| Edit::SameSizeSameMtime(h, n)),
+        (0..5usize, 0..6usize).prop_map(|(h, n)| Edit::Delete(h, n)),
+        (0..5usize, 0..6usize, 0..6usize).prop_map(|(h, a, b)| Edit::Rename(h, a, b)),
+        Just(Edit::TouchAll),
+        Just(Edit::AgeCache),
+        Just(Edit::AgeCache),
+    ]
+}
+
+fn note_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for home in HOMES {
+        let mut files = Vec::new();
+        let _ = super::store::walk(&root.join(home), "", &mut files);
+        out.extend(files.into_iter().map(|(_, p)| p));
+    }
+    out.sort();
+    out
+}
+
+fn nth_file(root: &Path, home: usize, n: usize) -> Option<PathBuf> {
+    let mut files = Vec::new();
+    let _ = super::store::walk(&root.join(HOMES[home]), "", &mut files);
+    files.sort();
+    (!files.is_empty()).then(|| files[n % files.len()].1.clone())
+}
+
+fn apply(root: &Path, cache: &Path, edit: &Edit) {
+    match *edit {
+        Edit::Write(home, kind, stamp, name, filler) => {
+            let names = ["a.md", "sub/b.md", "MAP.md"];
+            let path = root.join(HOMES[home]).join(names[name as usize]);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            crate::fsio::write_atomic(&path, content(kind, stamp, filler).as_bytes()).unwrap();
+        }
+        Edit::SameSizeSameMtime(home, n) => {
+            let Some(path) = nth_file(root, home, n) else {
+                return;
+            };
+            let before = fs::metadata(&path).unwrap();
+            let mut bytes = fs::read(&path).unwrap();
+            // A new ctime tick, as any later edit by another program would have.
+            std::thread::sleep(Duration::from_millis(12));
+            for (from, to) in [
+                (&b"crumpledAt"[..], &b"crumpledAx"[..]),
+                (b"crumpledAx", b"crumpledAt"),
+                (b"-01T", b"-02T"),
+                (b"-02T", b"-03T"),
+                (b"body", b"BODY"),
+            ] {
+                if let Some(at) = bytes.windows(from.len()).position(|w| w == from) {
+                    bytes[at..at + from.len()].copy_from_slice(to);
+                    break;
+                }
+            }
+            let mut file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut file, &bytes).unwrap();
+            file.set_modified(before.modified().unwrap()).unwrap();
+            assert_eq!(fs::metadata(&path).unwrap().len(), before.len());
+        }
+        Edit::Delete(home, n) => {
+            if let Some(path) = nth_file(root, home, n) {
+                fs::remove_file(path).unwrap();
+            }
+        }
+        Edit::Rename(home, a, b) => {
+            if let Some(path) = nth_file(root, home, a) {
+                let target = root.join(HOMES[home]).join(format!("moved-{b}.md"));
+                fs::rename(path, target).unwrap();
+            }
+        }
+        Edit::TouchAll => {
+            let when = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600);
+            for path in note_files(root) {
+                let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+                file.set_modified(when).unwrap();
+            }
+        }
+        Edit::AgeCache => {
+            let later = SystemTime::now() + Duration::from_secs(3600);
+            for entry in walk_all(cache) {
+                if let Ok(file) = fs::OpenOptions::new().write(true).open(&entry) {
+                    let _ = file.set_modified(later);
+                }
+            }
+        }
+    }
+}
+
+fn walk_all(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk_all(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+fn identity(root: &Path) -> Identity {
+    Identity::new(root, Some("s1"), "k-1", "ann", "m").unwrap()
+}
+
+fn listing(store: &Store, wastebasket: bool) -> String {
+    let query = Query {
+        wastebasket,
+        ..Query::default()
+    };
+    let listing = store.list_with_status(&query).unwrap();
+    format!("{:?} {:?}", listing.rows, listing.status)
+}
+
+/// Compare every cached answer with the uncached one.
+fn check(root: &Path, cache: &Path) -> Result<(), TestCaseError> {
+    let plain = Store::new(identity(root));
+    let cached = Store::new(identity(root)).with_cache_dir(Some(cache));
+    for wastebasket in [false, true] {
+        prop_assert_eq!(listing(&cached, wastebasket), listing(&plain, wastebasket));
+    }
+    let layout = Layout {
+        root: root.to_path_buf(),
+        session_id: "s1".into(),
+        project_key: "k-1".into(),
+        agent: "ann".into(),
+        model: "m".into(),
+    };
+    let now_ms = 1_767_312_000_000;
+    prop_assert_eq!(
+        load_snapshot_cached(&layout, now_ms, Some(cache)),
+        load_snapshot(&layout, now_ms)
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn cached_answers_equal_uncached_ones(
+        initial in proptest::collection::vec(
+            (0..5usize, any::<u8>(), any::<u8>(), 0u8..3, 0..40usize), 1..14),
+        steps in proptest::collection::vec(proptest::collection::vec(edit(), 0..4), 1..7),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        let cache = dir.path().join("cache");
+        for (h, k, s, n, f) in initial {
+            apply(&root, &cache, &Edit::Write(h, k, s, n, f));
+        }
+        check(&root, &cache)?;
+        for edits in steps {
+            for edit in &edits {
+                apply(&root, &cache, edit);
+            }
+            check(&root, &cache)?;
+            // The same again: now answered from the cache written just before.
+            apply(&root, &cache, &Edit::AgeCache);
+            check(&root, &cache)?;
+        }
+    }
+}
