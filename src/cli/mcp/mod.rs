@@ -190,11 +190,13 @@ impl Inner {
         name: &str,
         arguments: Option<rmcp::model::JsonObject>,
     ) -> Result<CallToolResult, McpError> {
-        let spec = tools::find(name, self.session.is_some())
-            .ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
+        let unknown = || McpError::invalid_params(format!("unknown tool: {name}"), None);
+        let spec = tools::find(name, self.session.is_some()).ok_or_else(unknown)?;
+        let command = spec
+            .command(&self.identity(), self.cache, self.session.as_ref())
+            .ok_or_else(unknown)?;
         let request = serde_json::to_vec(&Value::Object(arguments.unwrap_or_default()))
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let command = spec.command(&self.identity(), self.cache, self.session.as_ref());
         Ok(tool_result(self.run_command(command, &request)))
     }
 

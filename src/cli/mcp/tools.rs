@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use rmcp::handler::server::common::schema_for_input;
+use rmcp::handler::server::common::{schema_for_empty_input, schema_for_input};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 
@@ -35,7 +35,9 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// The MCP tool definition.
     pub fn tool(&self) -> Tool {
-        let schema = (self.schema)().unwrap_or_else(|e| panic!("{}: bad schema: {e}", self.name));
+        // Derived from our own request types: the unit test below proves every one is valid, so
+        // the fallback (an object schema without properties) is never what a host sees.
+        let schema = (self.schema)().unwrap_or_else(|_| schema_for_empty_input());
         let annotations = ToolAnnotations::new()
             .read_only(self.read_only)
             .destructive(false)
@@ -45,33 +47,30 @@ impl ToolSpec {
         tool
     }
 
-    /// The command that answers this tool, with the server's identity or session flags.
+    /// The command that answers this tool, with the server's identity or session flags; `None`
+    /// for a history tool without a session file.
     pub fn command(
         &self,
         identity: &IdentityArgs,
         cache: CacheArgs,
         session: Option<&SessionArgs>,
-    ) -> Command {
+    ) -> Option<Command> {
         let identity = identity.clone();
-        let source = || {
-            session
-                .cloned()
-                .expect("history tools are listed only with --session")
-        };
-        match self.name {
+        let source = || session.cloned();
+        Some(match self.name {
             "notes_write" => Command::NotesWrite(notes::write::Args { identity }),
             "notes_read" => Command::NotesRead(notes::read::Args { identity, cache }),
             "notes_update" => Command::NotesUpdate(notes::update::Args { identity }),
             "notes_list" => Command::NotesList(notes::list::Args { identity, cache }),
             "notes_search" => Command::NotesSearch(notes::search::Args { identity }),
             "history_windows" => {
-                Command::HistoryWindows(history::windows::Args { source: source() })
+                Command::HistoryWindows(history::windows::Args { source: source()? })
             }
-            "history_list" => Command::HistoryList(history::list::Args { source: source() }),
-            "history_read" => Command::HistoryRead(history::read::Args { source: source() }),
-            "history_search" => Command::HistorySearch(history::search::Args { source: source() }),
-            other => unreachable!("no command for tool {other}"),
-        }
+            "history_list" => Command::HistoryList(history::list::Args { source: source()? }),
+            "history_read" => Command::HistoryRead(history::read::Args { source: source()? }),
+            "history_search" => Command::HistorySearch(history::search::Args { source: source()? }),
+            _ => return None,
+        })
     }
 }
 
@@ -160,4 +159,42 @@ pub fn find(name: &str, with_history: bool) -> Option<&'static ToolSpec> {
     TOOLS
         .iter()
         .find(|t| t.name == name && (with_history || t.family == Family::Notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_derived_object_schema_without_extra_fields() {
+        for spec in TOOLS {
+            let schema = (spec.schema)().unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn every_tool_maps_to_a_command() {
+        let session = SessionArgs {
+            session: "/s.jsonl".into(),
+            leaf: None,
+            no_index: false,
+        };
+        for spec in TOOLS {
+            let with = spec.command(
+                &IdentityArgs::default(),
+                CacheArgs::default(),
+                Some(&session),
+            );
+            assert!(with.is_some(), "{}", spec.name);
+            let without = spec.command(&IdentityArgs::default(), CacheArgs::default(), None);
+            assert_eq!(
+                without.is_some(),
+                spec.family == Family::Notes,
+                "{}",
+                spec.name
+            );
+        }
+    }
 }
