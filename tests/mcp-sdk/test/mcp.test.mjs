@@ -23,9 +23,11 @@ before(() => {
 });
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-/** A clean environment: a fake HOME, a fixed clock, no inherited PI_* variables. */
-function env(home) {
-	return { PATH: process.env.PATH ?? "", HOME: home, TZ: "UTC", PI_CONTEXT_NOW: NOW };
+/** A clean environment: a fake HOME, a fixed clock, no inherited PI_* variables; the caches
+ * (history index, notes metadata) of the server and of the CLI apart, so both sides start from
+ * the same state and report the same cache outcomes. */
+function env(home, side = "mcp") {
+	return { PATH: process.env.PATH ?? "", HOME: home, TZ: "UTC", PI_CONTEXT_NOW: NOW, PI_CONTEXT_CACHE_DIR: join(home, `cache-${side}`) };
 }
 
 function identity(notes) {
@@ -50,7 +52,7 @@ async function connect(home, notes, extra = []) {
 function cli(home, command, flags, request) {
 	const out = spawnSync(BIN, ["--format", "both", command, ...flags], {
 		input: JSON.stringify(request),
-		env: env(home),
+		env: env(home, "cli"),
 		cwd: home,
 		encoding: "utf8",
 	});
