@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
-use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
+use crate::notes::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
 use crate::notes::store::NoteFile;
@@ -83,7 +83,8 @@ impl Layout {
 }
 
 /// Load all five homes. `opened_at_ms` also stands in for a note's missing or unreadable
-/// `updatedAt` (as the store does with "now").
+/// `updatedAt`; the ranking key `min(updatedAt, mtime)` then is the file time, as the store
+/// dates such a note.
 pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
     load_snapshot_cached(layout, opened_at_ms, None)
 }
@@ -189,7 +190,7 @@ struct Candidate {
 /// The recent rows are ranked by `min(updatedAt, file mtime)`. pi-context takes a note's
 /// `updatedAt` before writing the file, so for every note it wrote the key is `updatedAt` and the
 /// order is the order of `notes-list`; the cap only matters for notes that break that rule (a
-/// hand-written file without `updatedAt`, which the store dates "now", or one dated in the
+/// hand-written file without `updatedAt`, which the store dates by its file time, or one dated in the
 /// future), which rank by their file time instead. Because the key never exceeds the mtime, the
 /// files are read newest mtime first and the walk stops as soon as no unread file can enter
 /// the newest `cap`: a boot reads a few dozen notes instead of the whole home.
@@ -233,8 +234,11 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     let mut files = Vec::new();
     store::walk_files(std::sync::Arc::new(dir), "", true, &mut files)?;
     if let Some(cache) = cache.as_deref_mut() {
-        let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
-        cache.retain_seen(&seen);
+        let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
+        if present < cache.len() {
+            let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+            cache.retain_seen(&seen);
+        }
     }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
@@ -247,6 +251,10 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         let Some(stat) = file.stat else {
             continue; // vanished since the directory was read
         };
+        let name = vpath.rsplit('/').next().unwrap_or(&vpath);
+        if crate::sync::tree::is_conflict_name(name) && live_conflict_note(&file)? {
+            home.sync_conflicts.push(format!("{prefix}{vpath}"));
+        }
         let mtime_ms = stat
             .mtime
             .saturating_mul(1000)
@@ -254,13 +262,12 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
             // Ranked from the cached block: exactly what reading its head would give.
             home.note_files += 1;
-            let fields = frontmatter::fields_of_bytes(&entry.prefix);
-            if !fields.contains_key("crumpledAt") {
+            if !entry.facts.boot_crumpled {
                 keep(
                     &mut kept,
                     cap,
                     Found {
-                        updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
+                        updated_at_ms: entry.facts.boot_updated_ms.unwrap_or(now_ms).min(mtime_ms),
                         address: format!("{prefix}{vpath}"),
                         file,
                         vpath,
@@ -278,6 +285,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         });
     }
     home.note_files += candidates.len();
+    home.sync_conflicts.sort();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
@@ -305,7 +313,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                 candidate.vpath.clone(),
                 CacheEntry {
                     stat: candidate.stat,
-                    prefix: block.into(),
+                    facts: Facts::of_block(block, &candidate.file.dir, &candidate.file.name),
                     chars: None,
                 },
             );
@@ -347,7 +355,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                             f.vpath.clone(),
                             CacheEntry {
                                 stat: f.stat,
-                                prefix: block.into(),
+                                facts: Facts::of_block(block, &f.file.dir, &f.file.name),
                                 chars: Some(chars as u64),
                             },
                         );
@@ -365,6 +373,19 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     }
     home.recent = recent;
     Ok(home)
+}
+
+/// Whether a conflict-named file is a live conflict note left by `sync` (only such names
+/// are read, so the cost is one head read per conflict note).
+fn live_conflict_note(file: &NoteFile) -> io::Result<bool> {
+    let mut head = Vec::new();
+    match store::read_head_into(file, &mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let fields = frontmatter::fields_of_bytes(&head);
+    Ok(fields.contains_key(crate::sync::tree::CONFLICT_KEY) && !fields.contains_key("crumpledAt"))
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod notes;
 pub mod project_key;
 pub mod schema;
+pub mod sync;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -72,6 +73,8 @@ pub enum Command {
     Doctor(doctor::Args),
     Mcp(mcp::Args),
     ClaudeHook(claude_hook::Args),
+    /// The same notes on every machine: commit, fetch, merge note by note, push (never forced).
+    Sync(sync::Args),
     /// Print a shell completion script.
     Completions(completions::Args),
 }
@@ -132,6 +135,7 @@ pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Command::Doctor(args) => doctor::run(args, ctx, io),
         Command::Mcp(args) => mcp::run(args, ctx, io),
         Command::ClaudeHook(args) => claude_hook::run(args, ctx, io),
+        Command::Sync(args) => sync::run(args, ctx, io),
         Command::Completions(args) => completions::run(args, ctx, io),
     }
 }

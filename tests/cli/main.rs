@@ -16,3 +16,4 @@ mod mcp;
 mod notes;
 mod notes_cache;
 mod notes_kill;
+mod sync;
