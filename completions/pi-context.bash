@@ -591,7 +591,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__list)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -617,7 +617,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__read)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -643,7 +643,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__search)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -669,7 +669,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__history__subcmd__windows)
-            opts="-h -V --session --leaf --format --help --version"
+            opts="-h -V --session --leaf --no-index --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -114,6 +114,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-windows" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -121,6 +122,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-list" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -128,6 +130,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-read" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l session -d 'The Pi session file (JSONL) to read; it is never modified' -r -F
@@ -135,6 +138,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
+complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -l no-index -d 'Read the whole file and leave the session index alone (`data.index` is then "bypassed"); by default the index in the cache directory is used and kept up to date'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand history-search" -s V -l version -d 'Print version'
 complete -c pi-context -n "__fish_pi_context_using_subcommand boot-render" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F

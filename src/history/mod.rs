@@ -8,8 +8,13 @@
 //!
 //! ```no_run
 //! use pi_context::history::{self, ListOptions};
-//! let page = history::list("session.jsonl".as_ref(), None, &ListOptions::default())
-//!     .expect("a readable session");
+//! let page = history::list(
+//!     "session.jsonl".as_ref(),
+//!     None,
+//!     &ListOptions::default(),
+//!     &history::IndexMode::Off,
+//! )
+//! .expect("a readable session");
 //! println!("{}", page.text);
 //! ```
 
@@ -31,6 +36,7 @@ pub use projection::{Event, EventRole, Projection, Window};
 pub use read::ReadOptions;
 
 use crate::envelope::{Refusal, fits};
+pub use crate::session::{IndexMode, IndexUse};
 use crate::session::{Session, SessionError};
 use crate::words::{plural, seq_range};
 use page::{PageSpec, RowSource, Visible};
@@ -237,19 +243,32 @@ impl Default for ListOptions {
 pub struct Opened {
     pub session: Session,
     pub projection: Projection,
+    /// How the session index was used; reported as `data.index`.
+    pub index: IndexUse,
 }
 
-/// Read `path` and project the branch ending at `leaf` (default: the last entry).
+/// Read `path` without an index and project the branch ending at `leaf` (default: the last
+/// entry).
 pub fn open(path: &Path, leaf: Option<&str>) -> Result<Opened, HistoryError> {
-    Ok(open_testing_lines(path, leaf, &|_| 0)?.0)
+    open_with(path, leaf, &IndexMode::Off)
+}
+
+/// [`open`] through the session index as `index` allows.
+pub fn open_with(
+    path: &Path,
+    leaf: Option<&str>,
+    index: &IndexMode<'_>,
+) -> Result<Opened, HistoryError> {
+    Ok(open_testing_lines(path, leaf, None, index)?.0)
 }
 
 fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
-    line_test: &crate::session::LineTest<'_>,
+    line_test: Option<&crate::session::LineTest<'_>>,
+    index: &IndexMode<'_>,
 ) -> Result<(Opened, Vec<u64>), HistoryError> {
-    let (session, flags) = Session::open_testing_lines(path, line_test)?;
+    let (session, flags, index) = Session::open_indexed(path, line_test, index)?;
     let leaf = session.leaf(leaf)?;
     let branch = session.active_branch(leaf);
     let projection = Projection::build(&session, &branch);
@@ -257,6 +276,7 @@ fn open_testing_lines(
         Opened {
             session,
             projection,
+            index,
         },
         flags,
     ))
@@ -277,11 +297,16 @@ struct WindowsData<'a> {
     windows: Vec<WindowRow<'a>>,
     more: usize,
     skipped_lines: u64,
+    index: &'static str,
 }
 
 /// `history-windows`: the windows of the active branch, oldest first (docs/spec/history.md §9).
-pub fn windows(path: &Path, leaf: Option<&str>) -> Result<Rendered, HistoryError> {
-    let opened = open(path, leaf)?;
+pub fn windows(
+    path: &Path,
+    leaf: Option<&str>,
+    index: &IndexMode<'_>,
+) -> Result<Rendered, HistoryError> {
+    let opened = open_with(path, leaf, index)?;
     windows_in(&opened)
 }
 
@@ -305,6 +330,7 @@ fn windows_of_data<'a>(opened: &'a Opened, shown: usize) -> WindowsData<'a> {
         windows: rows,
         more: projection.windows.len() - shown,
         skipped_lines: opened.session.skipped_lines,
+        index: opened.index.as_str(),
     }
 }
 
@@ -399,8 +425,9 @@ pub fn list(
     path: &Path,
     leaf: Option<&str>,
     options: &ListOptions,
+    index: &IndexMode<'_>,
 ) -> Result<Rendered, HistoryError> {
-    let opened = open(path, leaf)?;
+    let opened = open_with(path, leaf, index)?;
     list_in(&opened, options)
 }
 
@@ -467,6 +494,7 @@ fn render_page(
         &spec,
         &mut rows,
         opened.session.skipped_lines,
+        opened.index.as_str(),
     )?;
     Ok(Rendered {
         data: serde_json::to_value(&page).expect("pages serialise"),
@@ -482,8 +510,9 @@ pub fn search(
     leaf: Option<&str>,
     queries: &[String],
     options: &ListOptions,
+    index: &IndexMode<'_>,
 ) -> Result<Rendered, HistoryError> {
-    search_with(path, leaf, queries, options, true)
+    search_with(path, leaf, queries, options, true, index)
 }
 
 /// [`search`], with the raw-line prefilter switched off when `prefilter` is false (every event
@@ -494,6 +523,7 @@ pub(crate) fn search_with(
     queries: &[String],
     options: &ListOptions,
     use_prefilter: bool,
+    index: &IndexMode<'_>,
 ) -> Result<Rendered, HistoryError> {
     let valid = !queries.is_empty() && queries.iter().all(|q| !q.is_empty());
     let matcher = if valid {
@@ -506,9 +536,15 @@ pub(crate) fn search_with(
         .and_then(|m| m.as_ref().ok())
         .and_then(|m| m.prefilter())
         .filter(|_| use_prefilter);
-    let (opened, masks) = open_testing_lines(path, leaf, &|line: &[u8]| {
-        prefilter.map_or(0, |p| p.line_mask(line))
-    })?;
+    let test = |line: &[u8]| prefilter.map_or(0, |p| p.line_mask(line));
+    let (opened, masks) = open_testing_lines(
+        path,
+        leaf,
+        prefilter
+            .is_some()
+            .then_some(&test as &crate::session::LineTest<'_>),
+        index,
+    )?;
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;
     let matcher = match &matcher {
@@ -567,8 +603,9 @@ pub fn read(
     path: &Path,
     leaf: Option<&str>,
     options: &ReadOptions,
+    index: &IndexMode<'_>,
 ) -> Result<Rendered, HistoryError> {
-    let opened = open(path, leaf)?;
+    let opened = open_with(path, leaf, index)?;
     read::read_in(&opened, options)
 }
 

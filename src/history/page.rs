@@ -102,6 +102,9 @@ pub struct Page {
     pub older_before: Option<u64>,
     pub newer_after: Option<u64>,
     pub skipped_lines: u64,
+    /// How the session index was used (`built`, `extended`, `reused`, `bypassed`,
+    /// `unavailable`).
+    pub index: &'static str,
 }
 
 impl Page {
@@ -336,6 +339,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     spec: &PageSpec,
     rows: &mut RowSource<'_, F>,
     skipped_lines: u64,
+    index: &'static str,
 ) -> Result<(Page, String), HistoryError> {
     let lower = spec.after.unwrap_or(0);
     let upper = spec.before.unwrap_or(u64::MAX);
@@ -405,6 +409,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
             older_before,
             newer_after,
             skipped_lines,
+            index,
         }
     };
     let page_fits = |page: &Page| -> (bool, String) {

@@ -9,7 +9,7 @@ use std::io::Write;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::{EventRole, ListOptions, list_in, open, search_with};
+use super::{EventRole, IndexMode, ListOptions, ReadOptions, list_in, open, search_with};
 
 #[derive(Debug, Clone)]
 enum Kind {
@@ -367,8 +367,10 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
         } else {
             format!("\"e{}\"", i - 1)
         };
+        // Padding keeps the index of these small sessions under its 10 % share.
+        let pad = "p".repeat(400);
         let head = format!(
-            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":"#
+            r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","pad":"{pad}","message":"#
         );
         let line = match kind {
             RawKind::User(text) => format!(r#"{head}{{"role":"user","content":"{text}"}}}}"#),
@@ -396,7 +398,7 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
                 r#"{head}{{"role":"bashExecution","command":"{command}","output":"{output}","exitCode":1.0}}}}"#
             ),
             RawKind::Summary(text) => format!(
-                r#"{{"type":"compaction","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","summary":"{text}"}}"#
+                r#"{{"type":"compaction","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","pad":"{pad}","summary":"{text}"}}"#
             ),
         };
         writeln!(file, "{line}").unwrap();
@@ -459,11 +461,94 @@ proptest! {
             _ => Some(vec![EventRole::User, EventRole::Assistant, EventRole::Context]),
         };
         let options = ListOptions { limit: 100, roles, max_chars_per_item: 40, ..ListOptions::default() };
-        let with = search_with(file.path(), None, &queries, &options, true).map(|r| (r.data, r.text));
-        let without = search_with(file.path(), None, &queries, &options, false).map(|r| (r.data, r.text));
+        let off = super::IndexMode::Off;
+        let with = search_with(file.path(), None, &queries, &options, true, &off).map(|r| (r.data, r.text));
+        let without = search_with(file.path(), None, &queries, &options, false, &off).map(|r| (r.data, r.text));
         match (with, without) {
             (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
             (a, b) => prop_assert_eq!(a.err().map(|e| e.code()), b.err().map(|e| e.code())),
+        }
+    }
+}
+
+// ------------------------------------------------ the index never changes an answer
+
+/// Every history answer for `path`, with `data.index` removed, through `mode`; also the index
+/// uses reported.
+fn answers(
+    path: &std::path::Path,
+    queries: &[String],
+    mode: &IndexMode<'_>,
+) -> (Vec<String>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut uses = Vec::new();
+    let mut push = |r: Result<super::Rendered, super::HistoryError>| match r {
+        Ok(mut r) => {
+            if let Some(map) = r.data.as_object_mut() {
+                uses.push(
+                    map.remove("index")
+                        .map(|v| v.to_string())
+                        .unwrap_or_default(),
+                );
+            }
+            out.push(format!("{}\n{}", r.data, r.text));
+        }
+        Err(e) => out.push(format!("{:?}", e.to_refusal())),
+    };
+    push(super::windows(path, None, mode));
+    push(super::list(path, None, &ListOptions::default(), mode));
+    let tools = ListOptions {
+        roles: Some(vec![EventRole::Tool]),
+        limit: 7,
+        max_chars_per_item: 30,
+        ..ListOptions::default()
+    };
+    push(super::list(path, None, &tools, mode));
+    push(super::search(
+        path,
+        None,
+        queries,
+        &ListOptions {
+            limit: 50,
+            ..ListOptions::default()
+        },
+        mode,
+    ));
+    for seq in [1, 2, 3, 5, 8, 13] {
+        push(super::read(path, None, &ReadOptions::new(seq), mode));
+    }
+    (out, uses)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn answers_with_the_index_equal_answers_without_while_the_file_grows(
+        spec in prop::collection::vec(raw_kind(), 1..16),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
+        queries in prop::collection::vec(query(), 1..3),
+    ) {
+        let full = write_raw(&spec);
+        let bytes = std::fs::read(full.path()).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut points: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+        points.push(bytes.len());
+        points.sort_unstable();
+        let mode = IndexMode::In { dir: cache.path(), now: std::time::SystemTime::UNIX_EPOCH };
+        for point in points {
+            // Grow the file (sometimes mid-line: a torn last line) and answer both ways.
+            std::fs::write(&path, &bytes[..point]).unwrap();
+            let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+            let (indexed, _) = answers(&path, &queries, &mode);
+            prop_assert_eq!(&plain, &indexed);
+            let (again, uses) = answers(&path, &queries, &mode);
+            prop_assert_eq!(&plain, &again);
+            if plain[0].starts_with('{') && point == bytes.len() && point >= 4096 {
+                prop_assert!(uses.iter().all(|u| u == "\"reused\""), "{:?}", uses);
+            }
         }
     }
 }

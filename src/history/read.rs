@@ -86,6 +86,7 @@ struct ReadData<'a> {
     execution: Option<&'a Execution>,
     window: ReadWindow<'a>,
     skipped_lines: u64,
+    index: &'static str,
 }
 
 /// A nested-call record with the wire's snake_case keys, its values as JavaScript holds them.
@@ -301,6 +302,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
                 limited_by,
             },
             skipped_lines: opened.session.skipped_lines,
+            index: opened.index.as_str(),
         }
     };
     let trial = |d: usize| {

@@ -24,7 +24,10 @@
 //!
 //! This module must not project history (seqs, windows, documents): that is `crate::history`.
 
+pub mod index;
 mod skeleton;
+
+pub use index::{IndexMode, IndexUse};
 
 use std::fs::File;
 use std::io::Read;
@@ -202,97 +205,68 @@ impl Session {
     /// Open and read a session file, also testing the raw bytes of every entry line with
     /// `line_test` while streaming; the result holds one flag per entry. Search uses this to
     /// test lines cheaply without a second pass over the file.
-    #[allow(clippy::expect_used, reason = "a chunk decoder does not panic")]
     pub fn open_testing_lines(
         path: &Path,
         line_test: &LineTest<'_>,
     ) -> Result<(Session, Vec<u64>), SessionError> {
-        let io_error = |source: std::io::Error| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                SessionError::NotFound {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                SessionError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            }
-        };
+        let (session, flags, _) = Self::open_indexed(path, Some(line_test), &IndexMode::Off)?;
+        Ok((session, flags))
+    }
+
+    /// Open and read a session file through its persistent index (see [`index`]): only the
+    /// bytes appended since the index was written are decoded. With `line_test`, every entry
+    /// line is also tested (one flag per entry; lines known from the index are scanned for
+    /// it). Also reports how the index was used. An index that cannot be read, validated or
+    /// written never makes this fail: the file is then read in full.
+    pub fn open_indexed(
+        path: &Path,
+        line_test: Option<&LineTest<'_>>,
+        mode: &IndexMode<'_>,
+    ) -> Result<(Session, Vec<u64>, IndexUse), SessionError> {
+        let io_error = |source: std::io::Error| io_error_of(path, source);
         let file = File::open(path).map_err(io_error)?;
-        let size = file.metadata().map_err(io_error)?.len();
-        // Large files are decoded in parallel chunks split at line boundaries; each chunk is
-        // streamed by its own reader, so memory stays independent of the file size.
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
-        let chunks = (size / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
-        let bounds = chunk_bounds(&file, size, chunks).map_err(io_error)?;
-        let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-            vec![decode_chunk(&file, size, bounds[0], bounds[1], line_test)]
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = bounds
-                    .windows(2)
-                    .map(|w| {
-                        let file = &file;
-                        let (from, to) = (w[0], w[1]);
-                        scope.spawn(move || decode_chunk(file, size, from, to, line_test))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("a chunk decoder does not panic"))
-                    .collect()
-            })
-        };
-        let not_a_session = || SessionError::NotASession {
-            path: path.to_path_buf(),
-        };
-        let mut line_base = 0u64;
-        let mut header: Option<Header> = None;
-        let mut skipped = 0u64;
-        let mut chunks = Vec::with_capacity(decoded.len());
-        for chunk in decoded {
-            let mut chunk = chunk.map_err(io_error)?;
-            skipped += chunk.malformed;
-            if header.is_none() {
-                // The first parsed object must be the header; later `session` lines
-                // (concatenated files) are not entries, as in Pi's index.
-                match chunk.first_session.take() {
-                    Some(first) if first.entries_before == 0 => match first.id {
-                        Some(id) => {
-                            header = Some(Header {
-                                id,
-                                version: first.version,
-                                timestamp: first.timestamp,
-                            })
-                        }
-                        None => return Err(not_a_session()),
-                    },
-                    _ if !chunk.entries.is_empty() => return Err(not_a_session()),
-                    _ => {}
-                }
+        let meta = file.metadata().map_err(io_error)?;
+        let size = meta.len();
+        let test = |line: &[u8]| line_test.map_or(0, |t| t(line));
+        let (mut decoded, use_) = match mode {
+            IndexMode::Off | IndexMode::Unavailable => {
+                let decoded = decode_range(path, &file, size, 0, size, &test, Decoded::empty())?;
+                let use_ = if matches!(mode, IndexMode::Off) {
+                    IndexUse::Bypassed
+                } else {
+                    IndexUse::Unavailable
+                };
+                (decoded, use_)
             }
-            for entry in &mut chunk.entries {
-                entry.line_no += line_base;
-            }
-            line_base += chunk.line_count;
-            chunks.push(chunk);
-        }
-        // The first chunk's vectors (reserved for the whole file) take the others' entries.
-        let mut chunks = chunks.into_iter();
-        let (mut entries, mut flags) = match chunks.next() {
-            Some(first) => (first.entries, first.flags),
-            None => (Vec::new(), Vec::new()),
+            IndexMode::In { dir, now } => index::open_through_index(
+                path,
+                &file,
+                &meta,
+                dir,
+                *now,
+                line_test.is_some(),
+                &test,
+            )?,
         };
-        for mut chunk in chunks {
-            entries.append(&mut chunk.entries);
-            flags.append(&mut chunk.flags);
-        }
-        let header = header.ok_or_else(|| SessionError::NotASession {
+        let mut flags = std::mem::take(&mut decoded.flags);
+        let header = decoded.header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
         })?;
+        let session = Session::assemble(path, file, header, decoded.entries, decoded.skipped);
+        if line_test.is_none() {
+            flags.clear();
+        }
+        Ok((session, flags, use_))
+    }
+
+    /// A session from its decoded parts: the in-memory migrations and the id index.
+    fn assemble(
+        path: &Path,
+        file: File,
+        header: Header,
+        mut entries: Vec<Entry>,
+        skipped: u64,
+    ) -> Session {
         if header.version < 3 {
             // v2 → v3: the `hookMessage` role was renamed `custom` (chunks decode as v3).
             for entry in &mut entries {
@@ -326,17 +300,14 @@ impl Session {
                 }
             }
         }
-        Ok((
-            Session {
-                path: path.to_path_buf(),
-                header,
-                entries,
-                skipped_lines: skipped,
-                by_id,
-                file,
-            },
-            flags,
-        ))
+        Session {
+            path: path.to_path_buf(),
+            header,
+            entries,
+            skipped_lines: skipped,
+            by_id,
+            file,
+        }
     }
 
     /// The entry index of an id (the later of duplicates).
@@ -433,6 +404,123 @@ fn id_hash(id: &str) -> u64 {
     FxBuildHasher.hash_one(id)
 }
 
+/// The map from a read error to a [`SessionError`].
+fn io_error_of(path: &Path, source: std::io::Error) -> SessionError {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        SessionError::NotFound {
+            path: path.to_path_buf(),
+        }
+    } else {
+        SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The decoded lines of a file prefix: what the index stores, plus the flags of a line test.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    /// The header, once the first parsed object was one.
+    pub header: Option<Header>,
+    pub entries: Vec<Entry>,
+    pub flags: Vec<u64>,
+    /// Malformed lines so far.
+    pub skipped: u64,
+    /// Lines so far (blank ones included): the next line's number minus one.
+    pub lines: u64,
+}
+
+impl Decoded {
+    pub(crate) fn empty() -> Decoded {
+        Decoded::default()
+    }
+}
+
+/// Decode the lines in `[from, to)` of `file` and append them to `so_far` (the decode of
+/// `[0, from)`): the header rule applies while no header is known. `from` must be a line start.
+#[allow(clippy::expect_used, reason = "a chunk decoder does not panic")]
+pub(crate) fn decode_range(
+    path: &Path,
+    file: &File,
+    size: u64,
+    from: u64,
+    to: u64,
+    line_test: &LineTest<'_>,
+    mut so_far: Decoded,
+) -> Result<Decoded, SessionError> {
+    let io_error = |source: std::io::Error| io_error_of(path, source);
+    if from >= to {
+        return Ok(so_far);
+    }
+    // Large ranges are decoded in parallel chunks split at line boundaries; each chunk is
+    // streamed by its own reader, so memory stays independent of the file size.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let chunks = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
+    let bounds = chunk_bounds(file, from, to, chunks).map_err(io_error)?;
+    let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
+        vec![decode_chunk(file, size, bounds[0], bounds[1], line_test)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let (from, to) = (w[0], w[1]);
+                    scope.spawn(move || decode_chunk(file, size, from, to, line_test))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a chunk decoder does not panic"))
+                .collect()
+        })
+    };
+    let not_a_session = || SessionError::NotASession {
+        path: path.to_path_buf(),
+    };
+    for chunk in decoded {
+        let mut chunk = chunk.map_err(io_error)?;
+        so_far.skipped += chunk.malformed;
+        if so_far.header.is_none() {
+            // The first parsed object must be the header; later `session` lines
+            // (concatenated files) are not entries, as in Pi's index.
+            match chunk.first_session.take() {
+                Some(first) if first.entries_before == 0 && so_far.entries.is_empty() => {
+                    match first.id {
+                        Some(id) => {
+                            so_far.header = Some(Header {
+                                id,
+                                version: first.version,
+                                timestamp: first.timestamp,
+                            })
+                        }
+                        None => return Err(not_a_session()),
+                    }
+                }
+                _ if !chunk.entries.is_empty() || !so_far.entries.is_empty() => {
+                    return Err(not_a_session());
+                }
+                _ => {}
+            }
+        }
+        for entry in &mut chunk.entries {
+            entry.line_no += so_far.lines;
+        }
+        so_far.lines += chunk.line_count;
+        if so_far.entries.is_empty() {
+            // The first chunk's vectors (reserved for the whole range) take the others'.
+            so_far.entries = chunk.entries;
+            so_far.flags = chunk.flags;
+        } else {
+            so_far.entries.append(&mut chunk.entries);
+            so_far.flags.append(&mut chunk.flags);
+        }
+    }
+    Ok(so_far)
+}
+
 /// Files at least this large per extra thread are decoded in parallel chunks.
 const PARALLEL_CHUNK_MIN_BYTES: u64 = 8 << 20;
 
@@ -458,14 +546,17 @@ struct Chunk {
     line_count: u64,
 }
 
-/// `chunks + 1` file offsets: 0, the starts of lines near each `k * size / chunks`, and `size`.
-#[allow(clippy::expect_used, reason = "bounds start with 0; non-empty")]
-fn chunk_bounds(file: &File, size: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
+/// Up to `chunks + 1` file offsets: `from`, the starts of lines near each
+/// `from + k * (to - from) / chunks`, and `to`.
+#[allow(clippy::expect_used, reason = "bounds start with `from`; non-empty")]
+fn chunk_bounds(file: &File, from: u64, to: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
     use std::os::unix::fs::FileExt;
-    let mut bounds = vec![0u64];
+    let size = to;
+    let mut bounds = vec![from];
     let mut probe = vec![0u8; 64 * 1024];
     for k in 1..chunks {
-        let mut at = (size * k / chunks).max(*bounds.last().expect("bounds start with 0"));
+        let mut at =
+            (from + (to - from) * k / chunks).max(*bounds.last().expect("bounds start with 0"));
         // The first line start after `at`.
         let start = loop {
             if at >= size {

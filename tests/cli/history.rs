@@ -157,6 +157,7 @@ fn branched_session_hides_the_abandoned_branch_everywhere() {
             roles: Some(vec![EventRole::Context]),
             ..ListOptions::default()
         },
+        &history::IndexMode::Off,
     )
     .unwrap();
     assert_eq!(event_seqs(&context.data).len(), 1);
@@ -393,9 +394,15 @@ fn search_hits_land_on_the_match_when_read() {
                 max_chars_per_item: 40,
                 ..ListOptions::default()
             };
-            let page = history::search(&path, None, &[query.to_string()], &options)
-                .unwrap()
-                .data;
+            let page = history::search(
+                &path,
+                None,
+                &[query.to_string()],
+                &options,
+                &history::IndexMode::Off,
+            )
+            .unwrap()
+            .data;
             let needle: String = query.chars().flat_map(char::to_lowercase).collect();
             for row in page["items"].as_array().unwrap() {
                 let seq = row["seq"].as_u64().unwrap();
@@ -434,14 +441,21 @@ fn search_prefilter_never_loses_a_hit() {
                 max_chars_per_item: 1,
                 ..ListOptions::default()
             };
-            let fast = history::search(&path, None, &[query.into()], &options)
-                .unwrap()
-                .data;
+            let fast = history::search(
+                &path,
+                None,
+                &[query.into()],
+                &options,
+                &history::IndexMode::Off,
+            )
+            .unwrap()
+            .data;
             let slow = history::search(
                 &path,
                 None,
                 &[query.into(), "\u{1}never \"there\"".into()],
                 &options,
+                &history::IndexMode::Off,
             )
             .unwrap()
             .data;
@@ -971,4 +985,194 @@ fn read_prints_execution_arguments_like_javascript() {
         out.stdout
     );
     assert_eq!(out.json()["data"]["window"]["text"], format!("t {js}"));
+}
+
+// ---------------------------------------------------------------- the session index
+
+/// One history call with an explicit cache directory (and extra flags).
+fn hist_cached(command: &str, session: &Path, cache: &Path, extra: &[&str], request: &str) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = pi_context(home.path());
+    cmd.env("PI_CONTEXT_CACHE_DIR", cache)
+        .arg(command)
+        .arg("--session")
+        .arg(session)
+        .args(extra);
+    run(cmd, request)
+}
+
+/// stdout with `data.index` taken out, and the index use.
+fn without_index(out: &Run) -> (String, String) {
+    let mut value = out.json();
+    let used = value["data"]
+        .as_object_mut()
+        .and_then(|d| d.remove("index"))
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .unwrap_or_default();
+    (value.to_string(), used)
+}
+
+const INDEX_CALLS: &[(&str, &str)] = &[
+    ("history-windows", "{}"),
+    ("history-list", "{}"),
+    ("history-list", r#"{"roles":["tool"],"limit":5}"#),
+    (
+        "history-search",
+        r#"{"query":["rate limit","src/main.rs","error: cannot"]}"#,
+    ),
+    ("history-search", r#"{"query":"the","limit":3}"#),
+    ("history-read", r#"{"seq":3}"#),
+    ("history-read", r#"{"seq":9,"offset_chars":-200}"#),
+];
+
+#[test]
+fn answers_are_identical_with_and_without_the_index_on_every_fixture() {
+    for name in FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let session = dir.path().join(name);
+        std::fs::copy(fixture(name), &session).unwrap();
+        for (command, request) in INDEX_CALLS {
+            let plain = hist_cached(command, &session, cache.path(), &["--no-index"], request);
+            let (plain_out, plain_use) = without_index(&plain);
+            if plain.code == 0 {
+                assert_eq!(plain_use, "bypassed", "{name} {command}");
+            }
+            for round in 0..2 {
+                let indexed = hist_cached(command, &session, cache.path(), &[], request);
+                assert_eq!(indexed.code, plain.code, "{name} {command}");
+                let (out, used) = without_index(&indexed);
+                assert_eq!(out, plain_out, "{name} {command} {request}");
+                let big = std::fs::metadata(&session).unwrap().len() > 100_000;
+                if big && round == 1 && plain.code == 0 {
+                    assert_eq!(used, "reused", "{name} {command}");
+                }
+                if plain.code == 0 {
+                    assert!(
+                        ["built", "reused"].contains(&used.as_str()),
+                        "{name} {used}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_growing_session_is_answered_alike_with_and_without_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let session = dir.path().join("grow.jsonl");
+    let full = std::fs::read(fixture("large-real.jsonl")).unwrap();
+    // Grow in steps that end mid-line as often as on a line end.
+    let steps = [
+        full.len() / 3,
+        full.len() / 2 + 17,
+        full.len() * 3 / 4,
+        full.len(),
+    ];
+    let mut uses = Vec::new();
+    for end in steps {
+        std::fs::write(&session, &full[..end]).unwrap();
+        for (command, request) in INDEX_CALLS {
+            let plain = hist_cached(command, &session, cache.path(), &["--no-index"], request);
+            let indexed = hist_cached(command, &session, cache.path(), &[], request);
+            let (out, used) = without_index(&indexed);
+            assert_eq!(out, without_index(&plain).0, "{end} {command} {request}");
+            uses.push(used);
+        }
+    }
+    assert_eq!(uses[0], "built");
+    assert!(
+        uses.iter().filter(|u| *u == "extended").count() >= 2,
+        "{uses:?}"
+    );
+    assert!(
+        uses.iter().filter(|u| *u == "reused").count() >= 20,
+        "{uses:?}"
+    );
+}
+
+#[test]
+fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let session = dir.path().join("race.jsonl");
+    let full = std::fs::read(fixture("pi-mono-large-session.jsonl")).unwrap();
+    let half = full.len() / 2
+        + full[full.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    std::fs::write(&session, &full[..half]).unwrap();
+    assert_eq!(
+        without_index(&hist_cached(
+            "history-windows",
+            &session,
+            cache.path(),
+            &[],
+            "{}"
+        ))
+        .1,
+        "built"
+    );
+    std::fs::write(&session, &full).unwrap();
+    let expected = without_index(&hist_cached(
+        "history-list",
+        &session,
+        cache.path(),
+        &["--no-index"],
+        "{}",
+    ))
+    .0;
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pi-context"));
+            cmd.env_clear()
+                .env("HOME", home.path())
+                .env("PI_CONTEXT_CACHE_DIR", cache.path())
+                .env("PI_CONTEXT_NOW", crate::support::NOW)
+                .args(["history-list", "--session"])
+                .arg(&session)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped());
+            let mut child = cmd.spawn().unwrap();
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"{}").unwrap();
+            child
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let run = Run {
+            code: 0,
+            stdout,
+            stderr: String::new(),
+        };
+        let (answer, used) = without_index(&run);
+        assert_eq!(answer, expected);
+        assert!(["extended", "reused"].contains(&used.as_str()), "{used}");
+    }
+    let after = hist_cached("history-list", &session, cache.path(), &[], "{}");
+    assert_eq!(without_index(&after), (expected, "reused".to_string()));
+}
+
+#[test]
+fn an_unusable_cache_directory_answers_without_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let session = fixture("basic.jsonl");
+    for (command, request) in INDEX_CALLS {
+        let out = hist_cached(command, &session, &blocker.join("cache"), &[], request);
+        let plain = hist_cached(command, &session, &blocker, &["--no-index"], request);
+        assert_eq!(out.code, plain.code, "{command}");
+        let (answer, used) = without_index(&out);
+        assert_eq!(used, "unavailable", "{command}");
+        assert_eq!(answer, without_index(&plain).0, "{command}");
+    }
 }

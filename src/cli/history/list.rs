@@ -28,7 +28,12 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::list(&path, args.source.leaf.as_deref(), &options),
+        crate::history::list(
+            &path,
+            args.source.leaf.as_deref(),
+            &options,
+            &args.source.index(ctx).mode(),
+        ),
         ctx,
         io,
     )

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::cli::common::{absolute_from, emit};
+use crate::cli::common::{absolute_from, emit, resolve_cache_dir};
 use crate::cli::{Ctx, Exit, Io};
 use crate::envelope::Reply;
-use crate::history::{EventRole, HistoryError, ListOptions, Rendered};
+use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Rendered};
 
 /// Which session, and which branch of it.
 #[derive(Debug, Clone, clap::Args)]
@@ -29,11 +29,45 @@ pub struct SessionArgs {
     /// last entry, which is what Pi shows when it reopens the file].
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
+    /// Read the whole file and leave the session index alone (`data.index` is then
+    /// "bypassed"); by default the index in the cache directory is used and kept up to date.
+    #[arg(long)]
+    pub no_index: bool,
 }
 
 impl SessionArgs {
     pub fn path(&self, ctx: &Ctx) -> PathBuf {
         absolute_from(&ctx.cwd, &self.session)
+    }
+
+    /// Where the session index may live, as this call's flags and environment allow.
+    pub fn index(&self, ctx: &Ctx) -> IndexChoice {
+        IndexChoice {
+            dir: if self.no_index {
+                None
+            } else {
+                resolve_cache_dir(ctx)
+            },
+            off: self.no_index,
+            now: std::time::SystemTime::from(ctx.now),
+        }
+    }
+}
+
+/// The resolved index choice of one call (owns the cache path an [`IndexMode`] borrows).
+pub struct IndexChoice {
+    dir: Option<PathBuf>,
+    off: bool,
+    now: std::time::SystemTime,
+}
+
+impl IndexChoice {
+    pub fn mode(&self) -> IndexMode<'_> {
+        match (&self.dir, self.off) {
+            (_, true) => IndexMode::Off,
+            (None, false) => IndexMode::Unavailable,
+            (Some(dir), false) => IndexMode::In { dir, now: self.now },
+        }
     }
 }
 

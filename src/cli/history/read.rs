@@ -57,7 +57,12 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::read(&path, args.source.leaf.as_deref(), &options),
+        crate::history::read(
+            &path,
+            args.source.leaf.as_deref(),
+            &options,
+            &args.source.index(ctx).mode(),
+        ),
         ctx,
         io,
     )

@@ -79,7 +79,13 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::search(&path, args.source.leaf.as_deref(), &queries, &options),
+        crate::history::search(
+            &path,
+            args.source.leaf.as_deref(),
+            &queries,
+            &options,
+            &args.source.index(ctx).mode(),
+        ),
         ctx,
         io,
     )

@@ -26,7 +26,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     }
     let path = args.source.path(ctx);
     finish(
-        crate::history::windows(&path, args.source.leaf.as_deref()),
+        crate::history::windows(
+            &path,
+            args.source.leaf.as_deref(),
+            &args.source.index(ctx).mode(),
+        ),
         ctx,
         io,
     )

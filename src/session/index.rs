@@ -1,0 +1,949 @@
+//! The persistent, incremental index of a session file: the decoded skeleton of its complete
+//! lines (entries with their byte ranges, ids, parents, timestamps, kinds, roles, tool-call
+//! ids and names, marker window ids, the header, the malformed-line count), so a call decodes
+//! only the bytes Pi appended since the last one. It is a cache, never the truth:
+//!
+//! - Where: `<cache dir>/history/<sha1 of the canonical session path>.idx`; the cache directory
+//!   is handed in by the caller. The session file is never written.
+//! - Validity: the index names the same canonical path, the file is the same file (device and
+//!   inode), has not shrunk below the indexed length, and the first and last 4 KiB of the
+//!   indexed bytes still hash the same; the index file itself carries a magic, a format
+//!   version and a checksum of its body, and must decode exactly. Anything else rebuilds it.
+//! - Growth: only complete lines (ending in `\n`) are indexed; the bytes after the last `\n`
+//!   (a line Pi is still writing) are decoded on every call and left for the next one.
+//! - Safety: written to a temp file in the same directory and renamed over the old one, so two
+//!   processes extending it at once each leave a whole, valid index (the last rename wins);
+//!   an index that cannot be written (read-only or full disk) or would exceed 10 % of the
+//!   bytes it covers is simply not kept: the call answers without it.
+//! - Housekeeping: every call looks at a few index files (bounded work); one whose session
+//!   file is gone gets a `.gone` marker, and is removed with it once the marker is 30 days old.
+
+use std::fs::{self, File, Metadata};
+use std::hash::BuildHasher;
+use std::io::Write;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use sha1::{Digest, Sha1};
+
+use super::{
+    Decoded, Entry, EntryKind, Header, LineReader, LineTest, MessageMeta, PositionedReader, Role,
+    SessionError, ToolCallMeta, decode_range, io_error_of,
+};
+
+/// How a read may use the index.
+#[derive(Debug, Clone, Copy)]
+pub enum IndexMode<'a> {
+    /// `--no-index`: read the whole file, touch no index.
+    Off,
+    /// No cache directory could be named: read the whole file.
+    Unavailable,
+    /// Use (and keep up to date) the index under `dir` (the cache directory); `now` ages the
+    /// housekeeping markers.
+    In { dir: &'a Path, now: SystemTime },
+}
+
+/// How a call used the index (`data.index` of every history result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexUse {
+    /// No valid index existed; one was written from a full read.
+    Built,
+    /// A valid index was extended by the complete lines appended since, and rewritten.
+    Extended,
+    /// A valid index covered every complete line.
+    Reused,
+    /// `--no-index`.
+    Bypassed,
+    /// No index could be used or kept (no cache directory, unwritable, too large): the file
+    /// was read in full.
+    Unavailable,
+}
+
+impl IndexUse {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexUse::Built => "built",
+            IndexUse::Extended => "extended",
+            IndexUse::Reused => "reused",
+            IndexUse::Bypassed => "bypassed",
+            IndexUse::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// First bytes of every index file.
+const MAGIC: &[u8; 8] = b"PICXHIDX";
+/// The format version; any other is rebuilt.
+const FORMAT: u32 = 1;
+/// Bytes hashed at each end of the indexed range.
+const EDGE: u64 = 4096;
+/// An index larger than this share of the bytes it covers is not kept (percent).
+const MAX_SHARE_PERCENT: u64 = 10;
+/// A `.gone` marker this old removes its index.
+const GONE_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Index files looked at per call by the housekeeping.
+const HOUSEKEEPING_PER_CALL: usize = 16;
+
+/// The subdirectory of the cache directory holding session indexes.
+pub fn index_dir(cache: &Path) -> PathBuf {
+    cache.join("history")
+}
+
+/// The index file of a session (by its canonical path).
+pub fn index_path(cache: &Path, canonical: &Path) -> PathBuf {
+    let digest = Sha1::digest(canonical.as_os_str().as_encoded_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    index_dir(cache).join(format!("{hex}.idx"))
+}
+
+/// Read a session through its index (see the module docs): the decoded file, with flags from
+/// `test` for every entry when `want_flags`, and how the index was used.
+pub(crate) fn open_through_index(
+    path: &Path,
+    file: &File,
+    meta: &Metadata,
+    cache: &Path,
+    now: SystemTime,
+    want_flags: bool,
+    test: &LineTest<'_>,
+) -> Result<(Decoded, IndexUse), SessionError> {
+    let size = meta.len();
+    let io_error = |source: std::io::Error| io_error_of(path, source);
+    let complete = complete_end(file, size).map_err(io_error)?;
+    housekeeping(&index_dir(cache), now);
+    let Ok(canonical) = fs::canonicalize(path) else {
+        let decoded = decode_range(path, file, size, 0, size, test, Decoded::empty())?;
+        return Ok((decoded, IndexUse::Unavailable));
+    };
+    let target = index_path(cache, &canonical);
+    let identity = Identity {
+        path: canonical.as_os_str().as_encoded_bytes().to_vec(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    let loaded = fs::read(&target)
+        .ok()
+        .and_then(|bytes| decode(&bytes))
+        .filter(|stored| stored.valid_for(&identity, file, complete));
+    let (stored, mut use_) = match loaded {
+        Some(stored) => {
+            let indexed = stored.indexed_len;
+            let mut decoded = stored.decoded;
+            if want_flags {
+                decoded.flags = scan_flags(file, &decoded.entries, test).map_err(io_error)?;
+            }
+            if indexed < complete {
+                let decoded = decode_range(path, file, size, indexed, complete, test, decoded)?;
+                (decoded, IndexUse::Extended)
+            } else {
+                (decoded, IndexUse::Reused)
+            }
+        }
+        None => {
+            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::empty())?;
+            (decoded, IndexUse::Built)
+        }
+    };
+    if matches!(use_, IndexUse::Built | IndexUse::Extended)
+        && !write(&target, &identity, file, complete, &stored)
+    {
+        use_ = IndexUse::Unavailable;
+    }
+    let decoded = decode_range(path, file, size, complete, size, test, stored)?;
+    Ok((decoded, use_))
+}
+
+/// The offset just past the last `\n` of the file (0 when there is none).
+fn complete_end(file: &File, size: u64) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut end = size;
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let want = (end - start) as usize;
+        file.read_exact_at(&mut buf[..want], start)?;
+        if let Some(pos) = memchr::memrchr(b'\n', &buf[..want]) {
+            return Ok(start + pos as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+/// `test` of every entry's line, for entries known from the index (one pass over their bytes,
+/// in parallel ranges for large files).
+#[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
+fn scan_flags(file: &File, entries: &[Entry], test: &LineTest<'_>) -> std::io::Result<Vec<u64>> {
+    let Some(last) = entries.last() else {
+        return Ok(Vec::new());
+    };
+    let bytes = last.offset + last.len;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let groups = (bytes / super::PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64) as usize;
+    let per = entries.len().div_ceil(groups);
+    let scan = |group: &[Entry]| -> std::io::Result<Vec<u64>> {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            return Ok(Vec::new());
+        };
+        let mut reader = LineReader::new(PositionedReader {
+            file,
+            at: first.offset,
+            end: last.offset + last.len,
+        });
+        reader.base = first.offset;
+        let mut flags = Vec::with_capacity(group.len());
+        while flags.len() < group.len() {
+            let Some((offset, body)) = reader.next_line()? else {
+                break;
+            };
+            if offset == group[flags.len()].offset {
+                flags.push(test(body));
+            }
+        }
+        // A line that no longer reads where it was (cannot happen for a validated index):
+        // keep it a maybe.
+        flags.resize(group.len(), u64::MAX);
+        Ok(flags)
+    };
+    if groups <= 1 {
+        return scan(entries);
+    }
+    let parts: Vec<std::io::Result<Vec<u64>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(per)
+            .map(|group| scope.spawn(move || scan(group)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a scanning thread does not panic"))
+            .collect()
+    });
+    let mut flags = Vec::with_capacity(entries.len());
+    for part in parts {
+        flags.append(&mut part?);
+    }
+    Ok(flags)
+}
+
+/// Which file an index belongs to.
+struct Identity {
+    path: Vec<u8>,
+    dev: u64,
+    ino: u64,
+}
+
+/// A decoded index file.
+struct Stored {
+    identity: Identity,
+    indexed_len: u64,
+    head_hash: [u8; 20],
+    tail_hash: [u8; 20],
+    decoded: Decoded,
+}
+
+impl Stored {
+    fn valid_for(&self, identity: &Identity, file: &File, complete: u64) -> bool {
+        self.identity.path == identity.path
+            && self.identity.dev == identity.dev
+            && self.identity.ino == identity.ino
+            && self.indexed_len <= complete
+            && edges(file, self.indexed_len)
+                .is_ok_and(|(h, t)| h == self.head_hash && t == self.tail_hash)
+    }
+}
+
+/// SHA-1 of the first and of the last `EDGE` bytes of `[0, len)`.
+fn edges(file: &File, len: u64) -> std::io::Result<([u8; 20], [u8; 20])> {
+    let hash = |from: u64, to: u64| -> std::io::Result<[u8; 20]> {
+        let mut buf = vec![0u8; (to - from) as usize];
+        file.read_exact_at(&mut buf, from)?;
+        Ok(Sha1::digest(&buf).into())
+    };
+    Ok((
+        hash(0, len.min(EDGE))?,
+        hash(len.saturating_sub(EDGE), len)?,
+    ))
+}
+
+/// Encode and atomically write the index of `[0, complete)`; `false` when it was not kept.
+fn write(
+    target: &Path,
+    identity: &Identity,
+    file: &File,
+    complete: u64,
+    decoded: &Decoded,
+) -> bool {
+    let Some(header) = &decoded.header else {
+        return false;
+    };
+    let Ok((head_hash, tail_hash)) = edges(file, complete) else {
+        return false;
+    };
+    let bytes = encode(identity, complete, &head_hash, &tail_hash, header, decoded);
+    if (bytes.len() as u64) * 100 > complete * MAX_SHARE_PERCENT {
+        return false;
+    }
+    let Some(dir) = target.parent() else {
+        return false;
+    };
+    let written = fs::create_dir_all(dir).and_then(|()| {
+        let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        temp.write_all(&bytes)?;
+        temp.persist(target).map_err(|e| e.error)?;
+        Ok(())
+    });
+    written.is_ok()
+}
+
+// ------------------------------------------------------------------------------- encoding
+
+struct Out {
+    buf: Vec<u8>,
+}
+
+impl Out {
+    fn u(&mut self, mut v: u64) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                self.buf.push(byte);
+                return;
+            }
+            self.buf.push(byte | 0x80);
+        }
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u(b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+}
+
+/// Strings stored once, referred to by number.
+#[derive(Default)]
+struct Interner<'a> {
+    ids: FxHashMap<&'a str, u64>,
+    order: Vec<&'a str>,
+}
+
+impl<'a> Interner<'a> {
+    /// 0 for `None`, else 1 + the string's number.
+    fn opt(&mut self, s: Option<&'a str>) -> u64 {
+        match s {
+            None => 0,
+            Some(s) => {
+                let next = self.order.len() as u64;
+                let id = *self.ids.entry(s).or_insert(next);
+                if id == next {
+                    self.order.push(s);
+                }
+                id + 1
+            }
+        }
+    }
+}
+
+fn role_tag(role: &Role) -> u64 {
+    match role {
+        Role::User => 0,
+        Role::Assistant => 1,
+        Role::ToolResult => 2,
+        Role::BashExecution => 3,
+        Role::Custom => 4,
+        Role::BranchSummary => 5,
+        Role::CompactionSummary => 6,
+        Role::System => 7,
+        Role::Other(_) => 8,
+    }
+}
+
+fn encode(
+    identity: &Identity,
+    indexed_len: u64,
+    head_hash: &[u8; 20],
+    tail_hash: &[u8; 20],
+    header: &Header,
+    decoded: &Decoded,
+) -> Vec<u8> {
+    let mut strings = Interner::default();
+    let mut body = Out {
+        buf: Vec::with_capacity(decoded.entries.len() * 48),
+    };
+    let mut previous_end = 0u64;
+    let mut previous_line = 0u64;
+    let mut previous_id: Option<&str> = None;
+    let mut previous_ts: &str = "";
+    for entry in &decoded.entries {
+        body.u(entry.line_no - previous_line);
+        body.u(entry.offset - previous_end);
+        body.u(entry.len);
+        previous_line = entry.line_no;
+        previous_end = entry.offset + entry.len;
+        let id = strings.opt(entry.id.as_deref());
+        body.u(id);
+        // Parent: 0 none, 1 the previous entry's id, else 2 + string number.
+        match entry.parent_id.as_deref() {
+            None => body.u(0),
+            Some(p) if previous_id == Some(p) => body.u(1),
+            Some(p) => {
+                let r = strings.opt(Some(p));
+                body.u(r + 1);
+            }
+        }
+        previous_id = entry.id.as_deref();
+        // Timestamp: 0 none, else 1 + the prefix shared with the previous one, then the rest.
+        match entry.timestamp.as_deref() {
+            None => body.u(0),
+            Some(ts) => {
+                let shared = ts
+                    .char_indices()
+                    .zip(previous_ts.chars())
+                    .take_while(|((_, a), b)| a == b)
+                    .last()
+                    .map_or(0, |((i, a), _)| i + a.len_utf8());
+                body.u(shared as u64 + 1);
+                body.bytes(&ts.as_bytes()[shared..]);
+                previous_ts = ts;
+            }
+        }
+        match &entry.kind {
+            EntryKind::Message(m) => {
+                body.u(0);
+                let flags = u64::from(m.content_is_array) | (u64::from(m.has_text) << 1);
+                body.u(role_tag(&m.role) << 2 | flags);
+                if let Role::Other(name) = &m.role {
+                    body.u(strings.opt(Some(name)));
+                }
+                body.u(m.tool_calls.len() as u64);
+                for call in &m.tool_calls {
+                    body.u(strings.opt(call.id.as_deref()));
+                    body.u(strings.opt(call.name.as_deref()));
+                }
+                body.u(strings.opt(m.tool_call_id.as_deref()));
+                body.u(strings.opt(m.tool_name.as_deref()));
+            }
+            EntryKind::Compaction => body.u(1),
+            EntryKind::BranchSummary => body.u(2),
+            EntryKind::CustomMessage { custom_type } => {
+                body.u(3);
+                body.u(strings.opt(custom_type.as_deref()));
+            }
+            EntryKind::Custom {
+                custom_type,
+                window_id,
+            } => {
+                body.u(4);
+                body.u(strings.opt(custom_type.as_deref()));
+                body.u(strings.opt(window_id.as_deref()));
+            }
+            EntryKind::Label => body.u(5),
+            EntryKind::SessionInfo => body.u(6),
+            EntryKind::ModelChange => body.u(7),
+            EntryKind::ThinkingLevelChange => body.u(8),
+            EntryKind::Usage => body.u(9),
+            EntryKind::ContextEdit => body.u(10),
+            EntryKind::Other(kind) => {
+                body.u(11);
+                body.u(strings.opt(kind.as_deref()));
+            }
+        }
+    }
+    let mut out = Out {
+        buf: Vec::with_capacity(body.buf.len() + strings.order.len() * 16 + 256),
+    };
+    out.bytes(&identity.path);
+    out.u(identity.dev);
+    out.u(identity.ino);
+    out.u(indexed_len);
+    out.buf.extend_from_slice(head_hash);
+    out.buf.extend_from_slice(tail_hash);
+    out.u(decoded.lines);
+    out.u(decoded.skipped);
+    out.bytes(header.id.as_bytes());
+    out.u(header.version);
+    match &header.timestamp {
+        None => out.u(0),
+        Some(ts) => {
+            out.u(1);
+            out.bytes(ts.as_bytes());
+        }
+    }
+    out.u(strings.order.len() as u64);
+    for s in &strings.order {
+        out.bytes(s.as_bytes());
+    }
+    out.u(decoded.entries.len() as u64);
+    out.buf.extend_from_slice(&body.buf);
+    let mut file = Vec::with_capacity(out.buf.len() + 20);
+    file.extend_from_slice(MAGIC);
+    file.extend_from_slice(&FORMAT.to_le_bytes());
+    file.extend_from_slice(&checksum(&out.buf).to_le_bytes());
+    file.extend_from_slice(&out.buf);
+    file
+}
+
+/// The checksum of an index body.
+fn checksum(body: &[u8]) -> u64 {
+    FxBuildHasher.hash_one(body)
+}
+
+struct In<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> In<'a> {
+    fn u(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *self.buf.get(self.at)?;
+            self.at += 1;
+            v |= u64::from(byte & 0x7f).checked_shl(shift)?;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let out = self.buf.get(self.at..end)?;
+        self.at = end;
+        Some(out)
+    }
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = usize::try_from(self.u()?).ok()?;
+        self.take(n)
+    }
+    fn string(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
+    }
+    fn hash(&mut self) -> Option<[u8; 20]> {
+        self.take(20)?.try_into().ok()
+    }
+}
+
+/// Decode an index file; `None` for anything but a whole index of this format.
+fn decode(file: &[u8]) -> Option<Stored> {
+    let (magic, rest) = file.split_at_checked(MAGIC.len())?;
+    let (format, rest) = rest.split_at_checked(4)?;
+    let (sum, body) = rest.split_at_checked(8)?;
+    if magic != MAGIC
+        || u32::from_le_bytes(format.try_into().ok()?) != FORMAT
+        || u64::from_le_bytes(sum.try_into().ok()?) != checksum(body)
+    {
+        return None;
+    }
+    let mut r = In { buf: body, at: 0 };
+    let identity = Identity {
+        path: r.bytes()?.to_vec(),
+        dev: r.u()?,
+        ino: r.u()?,
+    };
+    let indexed_len = r.u()?;
+    let head_hash = r.hash()?;
+    let tail_hash = r.hash()?;
+    let lines = r.u()?;
+    let skipped = r.u()?;
+    let header = Header {
+        id: r.string()?,
+        version: r.u()?,
+        timestamp: match r.u()? {
+            0 => None,
+            1 => Some(r.string()?),
+            _ => return None,
+        },
+    };
+    let count = usize::try_from(r.u()?).ok()?;
+    // Every string takes at least one byte, every entry at least six.
+    if count > body.len() {
+        return None;
+    }
+    let mut strings = Vec::with_capacity(count);
+    for _ in 0..count {
+        strings.push(r.string()?);
+    }
+    let opt = |n: u64| -> Option<Option<String>> {
+        match n {
+            0 => Some(None),
+            n => Some(Some(strings.get(usize::try_from(n - 1).ok()?)?.clone())),
+        }
+    };
+    let entries_count = usize::try_from(r.u()?).ok()?;
+    if entries_count > body.len() / 6 {
+        return None;
+    }
+    let mut entries: Vec<Entry> = Vec::with_capacity(entries_count);
+    let mut previous_end = 0u64;
+    let mut previous_line = 0u64;
+    let mut previous_ts = String::new();
+    for _ in 0..entries_count {
+        let line_no = previous_line.checked_add(r.u()?)?;
+        let offset = previous_end.checked_add(r.u()?)?;
+        let len = r.u()?;
+        let end = offset.checked_add(len)?;
+        if line_no > lines || end > indexed_len {
+            return None;
+        }
+        previous_line = line_no;
+        previous_end = end;
+        let id = opt(r.u()?)?;
+        let parent_id = match r.u()? {
+            0 => None,
+            1 => Some(entries.last()?.id.clone()?),
+            n => opt(n - 1)?,
+        };
+        let timestamp = match r.u()? {
+            0 => None,
+            n => {
+                let shared = usize::try_from(n - 1).ok()?;
+                let mut ts = previous_ts.get(..shared)?.to_string();
+                ts.push_str(std::str::from_utf8(r.bytes()?).ok()?);
+                previous_ts.clone_from(&ts);
+                Some(ts)
+            }
+        };
+        let kind = match r.u()? {
+            0 => {
+                let tag = r.u()?;
+                let role = match tag >> 2 {
+                    0 => Role::User,
+                    1 => Role::Assistant,
+                    2 => Role::ToolResult,
+                    3 => Role::BashExecution,
+                    4 => Role::Custom,
+                    5 => Role::BranchSummary,
+                    6 => Role::CompactionSummary,
+                    7 => Role::System,
+                    8 => Role::Other(opt(r.u()?)??),
+                    _ => return None,
+                };
+                let calls = usize::try_from(r.u()?).ok()?;
+                if calls > body.len() {
+                    return None;
+                }
+                let mut tool_calls = Vec::with_capacity(calls);
+                for _ in 0..calls {
+                    tool_calls.push(ToolCallMeta {
+                        id: opt(r.u()?)?,
+                        name: opt(r.u()?)?,
+                    });
+                }
+                EntryKind::Message(MessageMeta {
+                    role,
+                    content_is_array: tag & 1 == 1,
+                    has_text: tag & 2 == 2,
+                    tool_calls,
+                    tool_call_id: opt(r.u()?)?,
+                    tool_name: opt(r.u()?)?,
+                })
+            }
+            1 => EntryKind::Compaction,
+            2 => EntryKind::BranchSummary,
+            3 => EntryKind::CustomMessage {
+                custom_type: opt(r.u()?)?,
+            },
+            4 => EntryKind::Custom {
+                custom_type: opt(r.u()?)?,
+                window_id: opt(r.u()?)?,
+            },
+            5 => EntryKind::Label,
+            6 => EntryKind::SessionInfo,
+            7 => EntryKind::ModelChange,
+            8 => EntryKind::ThinkingLevelChange,
+            9 => EntryKind::Usage,
+            10 => EntryKind::ContextEdit,
+            11 => EntryKind::Other(opt(r.u()?)?),
+            _ => return None,
+        };
+        entries.push(Entry {
+            line_no,
+            offset,
+            len,
+            id,
+            parent_id,
+            timestamp,
+            kind,
+        });
+    }
+    if r.at != body.len() || lines > indexed_len {
+        return None;
+    }
+    Some(Stored {
+        identity,
+        indexed_len,
+        head_hash,
+        tail_hash,
+        decoded: Decoded {
+            header: Some(header),
+            entries,
+            flags: Vec::new(),
+            skipped,
+            lines,
+        },
+    })
+}
+
+// --------------------------------------------------------------------------- housekeeping
+
+/// Look at a few index files, starting at a place that moves with `now`: mark those whose
+/// session is gone, remove those marked more than 30 days ago, and stale temp files. Errors
+/// are ignored (the next call tries again).
+fn housekeeping(dir: &Path, now: SystemTime) {
+    let Ok(read) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut names: Vec<std::ffi::OsString> =
+        read.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
+    if names.is_empty() {
+        return;
+    }
+    names.sort();
+    let seed = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as usize);
+    let start = seed % names.len();
+    let older_than = |path: &Path, age: Duration| {
+        fs::metadata(path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| now.duration_since(t).is_ok_and(|d| d > age))
+    };
+    for name in names
+        .iter()
+        .cycle()
+        .skip(start)
+        .take(HOUSEKEEPING_PER_CALL.min(names.len()))
+    {
+        let path = dir.join(name);
+        let text = name.to_string_lossy();
+        if text.starts_with(".tmp-") {
+            if older_than(&path, Duration::from_secs(24 * 3600)) {
+                let _ = fs::remove_file(&path);
+            }
+            continue;
+        }
+        let Some(stem) = text.strip_suffix(".idx") else {
+            continue;
+        };
+        let marker = dir.join(format!("{stem}.gone"));
+        match session_path_of(&path) {
+            Some(session) if session.exists() => {
+                let _ = fs::remove_file(&marker);
+            }
+            _ if marker.exists() => {
+                if older_than(&marker, GONE_AFTER) {
+                    let _ = fs::remove_file(&path);
+                    let _ = fs::remove_file(&marker);
+                }
+            }
+            _ => {
+                let _ = File::create(&marker);
+            }
+        }
+    }
+}
+
+/// The session path an index file names (read from its first bytes only).
+fn session_path_of(index: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = vec![0u8; 8 + 4 + 8 + 10 + 4096];
+    let mut file = File::open(index).ok()?;
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(_) => return None,
+        }
+    }
+    let body = head.get(20..n)?;
+    if head.get(..8)? != MAGIC {
+        return None;
+    }
+    let mut r = In { buf: body, at: 0 };
+    let bytes = r.bytes()?;
+    use std::os::unix::ffi::OsStrExt;
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Session;
+
+    /// A small session whose index stays under its 10 % share.
+    fn session_file(dir: &Path, entries: usize) -> PathBuf {
+        let path = dir.join("s.jsonl");
+        let mut file = File::create(&path).unwrap();
+        writeln!(file, r#"{{"type":"session","version":3,"id":"idx-test","timestamp":"2026-01-01T00:00:00.000Z"}}"#).unwrap();
+        for i in 0..entries {
+            let parent = if i == 0 {
+                "null".into()
+            } else {
+                format!("\"e{}\"", i - 1)
+            };
+            let body = if i % 3 == 1 {
+                format!(
+                    r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"c{i}","name":"read","arguments":{{"path":"{}"}}}}]}}"#,
+                    "p".repeat(300)
+                )
+            } else if i % 3 == 2 {
+                format!(
+                    r#"{{"role":"toolResult","toolCallId":"c{}","toolName":"read","content":[{{"type":"text","text":"{}"}}]}}"#,
+                    i - 1,
+                    "o".repeat(300)
+                )
+            } else {
+                format!(
+                    r#"{{"role":"user","content":"hello {i} {}"}}"#,
+                    "u".repeat(300)
+                )
+            };
+            writeln!(file, r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:{:02}.000Z","message":{body}}}"#, i % 60).unwrap();
+        }
+        writeln!(file, "not json").unwrap();
+        path
+    }
+
+    fn open(path: &Path, cache: &Path) -> (Session, IndexUse) {
+        let mode = IndexMode::In {
+            dir: cache,
+            now: SystemTime::UNIX_EPOCH,
+        };
+        let (session, _, used) = Session::open_indexed(path, None, &mode).unwrap();
+        (session, used)
+    }
+
+    fn same(a: &Session, b: &Session) -> bool {
+        a.header == b.header && a.entries == b.entries && a.skipped_lines == b.skipped_lines
+    }
+
+    #[test]
+    fn built_then_reused_then_extended_and_torn_lines_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let path = session_file(dir.path(), 12);
+        let plain = Session::open(&path).unwrap();
+        let (first, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Built);
+        assert!(same(&first, &plain));
+        let (second, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Reused);
+        assert!(same(&second, &plain));
+        // A torn line is decoded on each call but not indexed.
+        let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
+        write!(file, r#"{{"type":"message","id":"t","parentId":"e11","message":{{"role":"user","content":"torn"#).unwrap();
+        let (torn, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Reused);
+        assert!(same(&torn, &Session::open(&path).unwrap()));
+        assert_eq!(torn.skipped_lines, plain.skipped_lines + 1);
+        writeln!(file, r#""}}}}"#).unwrap();
+        let (grown, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Extended);
+        assert!(same(&grown, &Session::open(&path).unwrap()));
+        assert_eq!(grown.entries.len(), plain.entries.len() + 1);
+        assert_eq!(open(&path, cache.path()).1, IndexUse::Reused);
+    }
+
+    #[test]
+    fn every_flipped_byte_and_every_truncation_of_the_index_is_detected_and_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let path = session_file(dir.path(), 9);
+        let plain = Session::open(&path).unwrap();
+        assert_eq!(open(&path, cache.path()).1, IndexUse::Built);
+        let target = index_path(cache.path(), &fs::canonicalize(&path).unwrap());
+        let good = fs::read(&target).unwrap();
+        assert!(good.len() * 10 <= fs::metadata(&path).unwrap().len() as usize);
+        for at in 0..good.len() {
+            for damaged in [
+                {
+                    let mut b = good.clone();
+                    b[at] ^= 0x5a;
+                    b
+                },
+                good[..at].to_vec(),
+            ] {
+                fs::write(&target, &damaged).unwrap();
+                let (session, used) = open(&path, cache.path());
+                assert_eq!(used, IndexUse::Built, "damage at byte {at}");
+                assert!(same(&session, &plain), "damage at byte {at}");
+                assert_eq!(fs::read(&target).unwrap(), good, "rebuilt at byte {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_replaced_or_rewritten_session_file_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let path = session_file(dir.path(), 30);
+        assert_eq!(open(&path, cache.path()).1, IndexUse::Built);
+        // Same length, other bytes at the end of the indexed range: rebuilt.
+        let mut bytes = fs::read(&path).unwrap();
+        let n = bytes.len();
+        bytes[n - 20] = b'x';
+        fs::write(&path, &bytes).unwrap();
+        let (session, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Built);
+        assert!(same(&session, &Session::open(&path).unwrap()));
+        // A new file (other inode) under the same name: rebuilt.
+        let other = dir.path().join("other.jsonl");
+        fs::copy(&path, &other).unwrap();
+        fs::rename(&other, &path).unwrap();
+        assert_eq!(open(&path, cache.path()).1, IndexUse::Built);
+        // Shrunk: rebuilt.
+        let bytes = fs::read(&path).unwrap();
+        let cut = bytes.len() / 2;
+        let cut = cut + bytes[cut..].iter().position(|&b| b == b'\n').unwrap() + 1;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut as u64)
+            .unwrap();
+        let (session, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Built);
+        assert!(same(&session, &Session::open(&path).unwrap()));
+    }
+
+    #[test]
+    fn an_unwritable_cache_means_no_index_and_the_same_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = session_file(dir.path(), 9);
+        let blocker = dir.path().join("not-a-dir");
+        fs::write(&blocker, "x").unwrap();
+        let (session, used) = open(&path, &blocker.join("cache"));
+        assert_eq!(used, IndexUse::Unavailable);
+        assert!(same(&session, &Session::open(&path).unwrap()));
+    }
+
+    #[test]
+    fn indexes_of_vanished_sessions_go_after_thirty_days() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let path = session_file(dir.path(), 9);
+        open(&path, cache.path());
+        let target = index_path(cache.path(), &fs::canonicalize(&path).unwrap());
+        let hdir = index_dir(cache.path());
+        fs::remove_file(&path).unwrap();
+        let now = SystemTime::now();
+        housekeeping(&hdir, now);
+        assert!(target.exists(), "marked, not removed");
+        let marker = target.with_extension("gone");
+        assert!(marker.exists());
+        housekeeping(&hdir, now + Duration::from_secs(29 * 24 * 3600));
+        assert!(target.exists());
+        housekeeping(&hdir, now + Duration::from_secs(31 * 24 * 3600));
+        assert!(!target.exists() && !marker.exists());
+        // A session that comes back loses its marker.
+        let path = session_file(dir.path(), 9);
+        open(&path, cache.path());
+        fs::write(&marker, "").unwrap();
+        housekeeping(&hdir, now);
+        assert!(!marker.exists() && target.exists());
+    }
+}
