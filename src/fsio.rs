@@ -1,5 +1,6 @@
-//! Filesystem primitives every writer shares: atomic replacement and a cross-process lock
-//! per physical file.
+//! Filesystem primitives for files outside the notes homes (the dream journal and reports):
+//! atomic replacement and a cross-process lock per physical file. Everything under the notes
+//! root goes through [`crate::confine`] instead, which never follows a symlink.
 //!
 //! Our commands are separate processes, so in-process locking protects nothing: every
 //! read-modify-write takes an OS advisory lock ([`lock_path`]) and every write goes through
@@ -81,105 +82,6 @@ pub fn lock_path(path: &Path) -> io::Result<PathLock> {
     }
 }
 
-/// Take the lock guarding an existing file, without creating anything: `None` when `path`
-/// does not exist (so a read or an update of a missing note leaves no trace on disk).
-pub fn lock_existing(path: &Path) -> io::Result<Option<PathLock>> {
-    loop {
-        match File::open(path) {
-            Ok(file) => {
-                file.lock()?;
-                if same_inode(&file, path)? {
-                    return Ok(Some(PathLock {
-                        _held: file,
-                        existed: true,
-                    }));
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// What a path's lock is taken on: its directory while the file is missing, else the file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum LockTarget {
-    // Declared first so directories sort (and are locked) before files.
-    Dir(PathBuf),
-    File(PathBuf),
-}
-
-/// Lock several paths without deadlock.
-///
-/// Every lock object is taken in one global order — directory locks (for missing files) before
-/// file locks, each kind by path — so two processes locking overlapping sets can never wait on
-/// each other in a cycle (ordering by *path* alone is not enough: a missing path locks its
-/// directory, which sorts unrelated to the path). After acquisition every path is re-checked
-/// (file still the same inode, missing file still missing); if anything changed while we
-/// waited, everything is released and the plan is redone.
-#[allow(
-    clippy::expect_used,
-    reason = "every planned target was locked because the plan built the list"
-)]
-pub fn lock_paths(paths: &[&Path]) -> io::Result<Vec<PathLock>> {
-    'retry: loop {
-        let mut plan: Vec<(PathBuf, LockTarget)> = Vec::new();
-        for path in paths {
-            let target = match fs::symlink_metadata(path) {
-                Ok(_) => LockTarget::File(path.to_path_buf()),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => LockTarget::Dir(parent_dir(path)),
-                Err(e) => return Err(e),
-            };
-            plan.push((path.to_path_buf(), target));
-        }
-        let mut targets: Vec<LockTarget> = plan.iter().map(|(_, t)| t.clone()).collect();
-        targets.sort();
-        targets.dedup();
-        let mut held = Vec::with_capacity(targets.len());
-        let mut files = Vec::with_capacity(targets.len());
-        for target in &targets {
-            let handle = match target {
-                LockTarget::Dir(dir) => {
-                    fs::create_dir_all(dir)?;
-                    File::open(dir)?
-                }
-                LockTarget::File(file) => match File::open(file) {
-                    Ok(handle) => handle,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue 'retry,
-                    Err(e) => return Err(e),
-                },
-            };
-            handle.lock()?;
-            files.push((target.clone(), handle));
-        }
-        for (path, target) in &plan {
-            let still_valid = match target {
-                LockTarget::Dir(_) => matches!(
-                    fs::symlink_metadata(path),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound
-                ),
-                LockTarget::File(_) => {
-                    let (_, handle) = files
-                        .iter()
-                        .find(|(t, _)| t == target)
-                        .expect("every planned target was locked because the plan built the list");
-                    same_inode(handle, path)?
-                }
-            };
-            if !still_valid {
-                continue 'retry;
-            }
-        }
-        for (target, handle) in files {
-            held.push(PathLock {
-                _held: handle,
-                existed: matches!(target, LockTarget::File(_)),
-            });
-        }
-        return Ok(held);
-    }
-}
-
 #[cfg(unix)]
 fn same_inode(file: &File, path: &Path) -> io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
@@ -245,50 +147,5 @@ mod tests {
         write_atomic(&target, b"x").unwrap();
         drop(guard);
         assert!(lock_path(&target).unwrap().existed);
-    }
-
-    #[test]
-    fn two_missing_paths_in_one_directory_do_not_self_deadlock() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a.md");
-        let b = dir.path().join("b.md");
-        let held = lock_paths(&[&a, &b]).unwrap();
-        assert_eq!(held.len(), 1);
-    }
-
-    #[test]
-    fn a_missing_file_is_locked_without_creating_anything() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("x/missing.md");
-        assert!(lock_existing(&target).unwrap().is_none());
-        assert!(!dir.path().join("x").exists());
-    }
-
-    #[test]
-    fn crossed_renames_do_not_deadlock() {
-        // Rename b -> a and b -> c at once in one directory: path order alone would lock
-        // dir-then-file in one process and file-then-dir in the other.
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, c) = (
-            dir.path().join("a.md"),
-            dir.path().join("b.md"),
-            dir.path().join("c.md"),
-        );
-        fs::write(&b, "b").unwrap();
-        let threads: Vec<_> = [a, c]
-            .into_iter()
-            .map(|target| {
-                let b = b.clone();
-                std::thread::spawn(move || {
-                    for _ in 0..200 {
-                        let held = lock_paths(&[&b, &target]).unwrap();
-                        drop(held);
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
     }
 }

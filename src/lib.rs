@@ -11,6 +11,7 @@
 pub mod boot;
 pub mod budget;
 pub mod cli;
+pub mod confine;
 pub mod doctor;
 pub mod dream;
 pub mod envelope;

@@ -8,7 +8,7 @@
 //! file time until the newest `cap` rows are certain (see [`load_home`]).
 
 use std::cmp::Ordering;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -17,7 +17,12 @@ use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
 use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
+use crate::notes::store::NoteFile;
 use crate::notes::{frontmatter, store};
+
+/// The stable code that starts the `unavailable` text of a home whose directory (or one
+/// between it and the notes root) is a symlink: it is never read through.
+pub const HOME_IS_SYMLINK: &str = "home_is_symlink";
 
 /// Where the five homes are and how their addresses are displayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +56,17 @@ impl Layout {
             HomeKind::Human => root.join("human"),
             HomeKind::Agent => root.join("agents").join(&self.agent),
             HomeKind::Model => root.join("models").join(&self.model),
+        }
+    }
+
+    /// The home's directory as components under the root (opened without following symlinks).
+    pub fn home_components(&self, kind: HomeKind) -> Vec<&str> {
+        match kind {
+            HomeKind::Session => vec!["pi", "session", &self.session_id],
+            HomeKind::Project => vec!["project", &self.project_key],
+            HomeKind::Human => vec!["human"],
+            HomeKind::Agent => vec!["agents", &self.agent],
+            HomeKind::Model => vec!["models", &self.model],
         }
     }
 
@@ -89,12 +105,19 @@ pub fn load_snapshot_cached(
             .into_iter()
             .map(|kind| {
                 let dir = layout.home_dir(kind);
+                let components = layout.home_components(kind);
                 let prefix = layout.prefix(kind);
                 let root = &layout.root;
                 let handle = scope.spawn(move || {
                     let mut cache = root_cache.map(|c| HomeCache::load(c, root, &dir));
-                    let home =
-                        load_home_cached(&dir, &prefix, kind.cap(), opened_at_ms, cache.as_mut());
+                    let home = load_home_in(
+                        root,
+                        &components,
+                        &prefix,
+                        kind.cap(),
+                        opened_at_ms,
+                        cache.as_mut(),
+                    );
                     if let (Some(cache), Ok(_)) = (&cache, &home) {
                         cache.save();
                     }
@@ -129,7 +152,7 @@ pub fn load_snapshot_cached(
 struct Found {
     updated_at_ms: i64,
     address: String,
-    path: PathBuf,
+    file: NoteFile,
     vpath: String,
     stat: FileStat,
 }
@@ -155,7 +178,7 @@ fn recency(a: &Found, b: &Found) -> Ordering {
 /// One `.md` file found by the walk, before it is read.
 struct Candidate {
     vpath: String,
-    path: PathBuf,
+    file: NoteFile,
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
     stat: FileStat,
@@ -182,39 +205,52 @@ pub fn load_home_cached(
     prefix: &str,
     cap: usize,
     now_ms: i64,
+    cache: Option<&mut HomeCache>,
+) -> io::Result<HomeSnapshot> {
+    load_home_in(dir, &[] as &[&str], prefix, cap, now_ms, cache)
+}
+
+/// [`load_home_cached`] for the home `components` under the notes `root`, reached without
+/// following a symlink: a symlinked home (or directory between it and the root) is an error
+/// whose text starts with the stable code `home_is_symlink`, and is never read through.
+pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    components: &[S],
+    prefix: &str,
+    cap: usize,
+    now_ms: i64,
     mut cache: Option<&mut HomeCache>,
 ) -> io::Result<HomeSnapshot> {
     let mut home = HomeSnapshot::default();
-    match std::fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(home),
-        Err(e) => return Err(e),
-        Ok(meta) if !meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                format!("{} is not a directory", dir.display()),
-            ));
+    let dir = match store::open_home(root, components) {
+        Ok(None) => return Ok(home),
+        Ok(Some(dir)) => dir,
+        Err(e) if e.kind == crate::confine::Kind::Symlink => {
+            return Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")));
         }
-        Ok(_) => {}
-    }
+        Err(e) => return Err(e.into()),
+    };
     let mut files = Vec::new();
-    store::walk_stat(dir, "", &mut files)?;
+    store::walk_files(std::sync::Arc::new(dir), "", true, &mut files)?;
     if let Some(cache) = cache.as_deref_mut() {
-        let seen: rustc_hash::FxHashSet<&str> =
-            files.iter().map(|(vpath, _, _)| vpath.as_str()).collect();
+        let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
         cache.retain_seen(&seen);
     }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
-    for (vpath, path, meta) in files {
+    for file in files {
+        let vpath = file.rel.clone();
         if vpath == "MAP.md" {
-            home.map = read_map(&path, prefix)?;
+            home.map = read_map(&file, prefix)?;
             continue;
         }
-        let Some(meta) = meta else {
+        let Some(stat) = file.stat else {
             continue; // vanished since the directory was read
         };
-        let mtime_ms = mtime_ms(&meta);
-        let stat = FileStat::of(&meta);
+        let mtime_ms = stat
+            .mtime
+            .saturating_mul(1000)
+            .saturating_add(stat.mtime_nsec / 1_000_000);
         if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
             // Ranked from the cached block: exactly what reading its head would give.
             home.note_files += 1;
@@ -226,7 +262,7 @@ pub fn load_home_cached(
                     Found {
                         updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
                         address: format!("{prefix}{vpath}"),
-                        path,
+                        file,
                         vpath,
                         stat,
                     },
@@ -236,7 +272,7 @@ pub fn load_home_cached(
         }
         candidates.push(Candidate {
             vpath,
-            path,
+            file,
             mtime_ms,
             stat,
         });
@@ -258,7 +294,7 @@ pub fn load_home_cached(
         {
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
-        match store::read_head_into(&candidate.path, &mut head) {
+        match store::read_head_into(&candidate.file, &mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
@@ -285,7 +321,7 @@ pub fn load_home_cached(
             Found {
                 updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
                 address: format!("{prefix}{}", candidate.vpath),
-                path: candidate.path,
+                file: candidate.file,
                 vpath: candidate.vpath,
                 stat: candidate.stat,
             },
@@ -301,7 +337,7 @@ pub fn load_home_cached(
             .and_then(|e| e.chars);
         let chars = match known {
             Some(chars) => chars as usize,
-            None => match read_text(&f.path)? {
+            None => match read_text(&f.file)? {
                 Some(raw) => {
                     let chars = split_note(&raw).1.chars().count();
                     if let Some(cache) = cache.as_deref_mut()
@@ -332,8 +368,8 @@ pub fn load_home_cached(
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.
-fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
-    let Some(raw) = read_text(path)? else {
+fn read_map(file: &NoteFile, prefix: &str) -> io::Result<Option<MapNote>> {
+    let Some(raw) = read_text(file)? else {
         return Ok(None);
     };
     let (fields, body) = split_note(&raw);
@@ -346,17 +382,11 @@ fn read_map(path: &Path, prefix: &str) -> io::Result<Option<MapNote>> {
     }))
 }
 
-fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.mtime()
-        .saturating_mul(1000)
-        .saturating_add(meta.mtime_nsec() / 1_000_000)
-}
-
 /// A note file's text (invalid UTF-8 replaced, as the store reads it). `None` when it vanished.
-fn read_text(path: &Path) -> io::Result<Option<String>> {
-    match std::fs::read(path) {
-        Ok(raw) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
+fn read_text(file: &NoteFile) -> io::Result<Option<String>> {
+    let mut raw = Vec::new();
+    match file.open().and_then(|mut f| f.read_to_end(&mut raw)) {
+        Ok(_) => Ok(Some(String::from_utf8_lossy(&raw).into_owned())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }

@@ -74,6 +74,9 @@ pub enum IssueKind {
     Symlink,
     /// A file inside a home that is not a `.md` note (or not a regular file).
     UnexpectedFile,
+    /// A temp file of pi-context (`.<name>.<6 alphanumerics>.tmp`) left by an interrupted
+    /// write; the next write into its directory removes it once it is an hour old.
+    StaleTempFile,
     /// A note that is not valid UTF-8.
     NotUtf8,
     /// A note file over the store's 1,000,000-byte limit (the store refuses to rewrite it).
@@ -114,6 +117,7 @@ impl IssueKind {
             IssueKind::UnexpectedPiEntry => "unexpected_pi_entry",
             IssueKind::Symlink => "symlink",
             IssueKind::UnexpectedFile => "unexpected_file",
+            IssueKind::StaleTempFile => "stale_temp_file",
             IssueKind::NotUtf8 => "not_utf8",
             IssueKind::NoteTooLarge => "note_too_large",
             IssueKind::FrontmatterMissing => "frontmatter_missing",
@@ -585,6 +589,15 @@ impl Walk {
                 EntryKind::File if name.ends_with(".md") => {
                     self.note(&abs, &child_rel, &name, root);
                     self.files.insert(abs);
+                }
+                EntryKind::File if crate::confine::is_temp_name(&entry.name) => {
+                    self.files.insert(abs);
+                    self.issue(
+                        child_rel,
+                        IssueKind::StaleTempFile,
+                        "temp file left by an interrupted write; the next write into this \
+                         directory removes it once it is an hour old, or delete it",
+                    );
                 }
                 EntryKind::File => {
                     self.files.insert(abs);

@@ -2,7 +2,6 @@
 //! and material (session homes with files newer than the last run). Pure decisions over
 //! explicit inputs plus one directory scan; no clock, no printing.
 
-use std::fs;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -64,26 +63,40 @@ pub fn time_gate(last_run: Option<SystemTime>, min_hours: f64, now: SystemTime) 
 /// direct regular file whose mtime is strictly after `since` (`None`: every file counts).
 /// A missing `pi/session/` counts zero.
 pub fn changed_sessions(home: &Path, since: Option<SystemTime>) -> io::Result<u64> {
-    let sessions = home.join("pi").join("session");
-    let entries = match fs::read_dir(&sessions) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e),
+    use crate::confine::{Dir, EntryKind, Kind};
+    // Reached from the home's handle without following a symlink: a symlinked `pi/` or
+    // `pi/session/` is never read through (an error whose text starts `home_is_symlink`), and
+    // symlinked session directories are skipped like any non-directory.
+    let opened = Dir::open_root(home).and_then(|root| match root {
+        Some(root) => root.walk(&["pi", "session"]),
+        None => Ok(None),
+    });
+    let sessions = match opened {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return Ok(0),
+        Err(e) if e.kind == Kind::Symlink => {
+            return Err(io::Error::other(format!("home_is_symlink: {e}")));
+        }
+        Err(e) => return Err(e.into()),
     };
     let mut changed = 0;
-    for entry in entries {
-        let entry = entry?;
-        if !entry.file_type()?.is_dir() {
+    for (name, kind) in sessions.entries()? {
+        if kind != EntryKind::Dir {
             continue;
         }
-        for file in fs::read_dir(entry.path())? {
-            let file = file?;
-            if !file.file_type()?.is_file() {
+        let session = match sessions.child(&name) {
+            Ok(Some(dir)) => dir,
+            Ok(None) => continue,
+            Err(e) if e.kind == Kind::Symlink => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for (file, kind) in session.entries()? {
+            if kind != EntryKind::File {
                 continue;
             }
             let newer = match since {
                 None => true,
-                Some(since) => file.metadata()?.modified()? > since,
+                Some(since) => session.modified(&file)?.is_some_and(|t| t > since),
             };
             if newer {
                 changed += 1;
@@ -112,6 +125,7 @@ pub fn material_gate(changed: u64, min_sessions: u64) -> MaterialGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn at(secs: u64) -> SystemTime {
         SystemTime::UNIX_EPOCH + Duration::from_secs(secs)

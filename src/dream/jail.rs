@@ -2,19 +2,22 @@
 //! confined to the notes home whatever path it is given.
 //!
 //! A path is relative to the notes home or absolute inside it. It is refused when it has a
-//! `..` component, lies outside the home lexically, reaches outside through a symlinked
-//! directory or a symlinked file, names a file with more than one hard link, or names the
-//! audit machinery (`.git/`, `dreams/`, the lock files). A delete removes only crumpled notes
-//! (frontmatter `crumpledAt`). Writes are atomic and every read-modify-write holds the
-//! file's cross-process lock. This module never prints and never decides exit codes.
+//! `..` component, lies outside the home lexically, is or goes through a symlink (a symlink is
+//! never followed: every directory is opened from the home's handle one component at a time
+//! by [`crate::confine`], so what is checked is what is written), names a file with more than
+//! one hard link, or names the audit machinery (`.git/`, `dreams/`, the lock files). A delete
+//! removes only crumpled notes (frontmatter `crumpledAt`). Writes are atomic in the same
+//! directory handle and every read-modify-write holds the file's cross-process lock. This
+//! module never prints and never decides exit codes.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::fsio;
+use crate::confine::{self, Dir};
 use crate::notes::MAX_SEGMENT_BYTES;
 
 /// Top-level names the dreamer may never write: the audit repository, the reports, the lock.
@@ -61,14 +64,13 @@ impl std::fmt::Display for JailError {
 
 impl std::error::Error for JailError {}
 
-/// A path that passed the jail: where to operate, and how to name it.
-#[derive(Debug, Clone)]
+/// A path that passed the jail: its directory (reached from the home's handle without
+/// following a symlink), its file name, and how to name it.
+#[derive(Debug)]
 pub struct Jailed {
-    /// The file to read or write (symlinks inside the home resolved).
-    pub file: PathBuf,
-    /// The entry to unlink on delete (a symlink inside the home is itself removed).
-    pub entry: PathBuf,
-    /// The path relative to the home's real path, `/`-separated, as reports show it.
+    pub dir: Dir,
+    pub name: OsString,
+    /// The path relative to the home, `/`-separated, as reports show it.
     pub relative: String,
 }
 
@@ -93,10 +95,9 @@ pub struct Receipt {
 }
 
 /// Resolve `path` inside `home`, creating missing parent directories when `create_parent`.
-#[allow(
-    clippy::expect_used,
-    reason = "target has a parent because it is the home joined with at least one part; target ends in a normal part; file is under the real home because every branch above checked it"
-)]
+/// Every directory is opened from the home's handle one component at a time without following
+/// a symlink, so what is checked is what is written: a symlink anywhere under the home (a
+/// dangling one included) is `outside_home`.
 pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, JailError> {
     if path.is_empty() || path.contains('\0') {
         return Err(JailError::new(
@@ -120,16 +121,19 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     {
         return Err(JailError::new(
             "outside_home",
-            format!("{path} contains `..`; name files by their path under the notes home"),
+            format!(
+                "{path} contains `..`; name files by their path under the notes home {}",
+                home.display()
+            ),
         ));
     }
-    let real_home = fs::canonicalize(home).map_err(|e| {
-        JailError::new(
-            "home_unresolvable",
-            format!("cannot resolve the notes home {}: {e}", home.display()),
-        )
-    })?;
     let relative: PathBuf = if given.is_absolute() {
+        let real_home = fs::canonicalize(home).map_err(|e| {
+            JailError::new(
+                "home_unresolvable",
+                format!("cannot resolve the notes home {}: {e}", home.display()),
+            )
+        })?;
         let stripped = given
             .strip_prefix(&real_home)
             .or_else(|_| given.strip_prefix(home))
@@ -138,7 +142,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     } else {
         given.to_path_buf()
     };
-    let parts: Vec<&std::ffi::OsStr> = relative
+    let mut parts: Vec<&OsStr> = relative
         .components()
         .filter_map(|c| match c {
             Component::Normal(p) => Some(p),
@@ -172,86 +176,57 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
             ),
         ));
     }
-    let target: PathBuf = parts.iter().fold(real_home.clone(), |acc, p| acc.join(p));
-    let parent = target
-        .parent()
-        .expect("target has a parent because it is the home joined with at least one part");
-
-    // Check the deepest existing ancestor before creating anything, so a symlinked
-    // directory pointing out of the home never gets new directories created through it.
-    if create_parent {
-        let mut existing = parent.to_path_buf();
-        while fs::symlink_metadata(&existing).is_err() {
-            existing.pop();
-        }
-        let real_existing =
-            fs::canonicalize(&existing).map_err(|e| JailError::io("cannot resolve", path, e))?;
-        if !real_existing.starts_with(&real_home) {
-            return Err(outside());
-        }
-        // A symlinked directory into the audit machinery must not get directories either.
-        let first_existing = real_existing
-            .strip_prefix(&real_home)
-            .ok()
-            .and_then(|rel| rel.components().next())
-            .map(|c| c.as_os_str().to_string_lossy().into_owned());
-        if let Some(first) = first_existing
-            && PROTECTED_TOP.contains(&first.as_str())
-        {
-            return Err(JailError::new(
-                "protected_path",
-                format!("{path} resolves into the dream's audit machinery ({first})"),
-            ));
-        }
-        fs::create_dir_all(parent)
-            .map_err(|e| JailError::io("cannot create parent of", path, e))?;
-    }
-    let real_parent = match fs::canonicalize(parent) {
-        Ok(p) => p,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(JailError::new(
-                "not_found",
-                format!("{path} does not exist in the notes home"),
-            ));
-        }
-        Err(e) => return Err(JailError::io("cannot resolve parent of", path, e)),
-    };
-    if !real_parent.starts_with(&real_home) {
-        return Err(outside());
-    }
-    let entry = real_parent.join(target.file_name().expect("target ends in a normal part"));
-    let file = match fs::symlink_metadata(&entry) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            let resolved = fs::canonicalize(&entry).map_err(|_| outside())?;
-            if !resolved.starts_with(&real_home) {
-                return Err(outside());
-            }
-            resolved
-        }
-        Ok(_) => entry.clone(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => entry.clone(),
-        Err(e) => return Err(JailError::io("cannot inspect", path, e)),
-    };
-    let relative = file
-        .strip_prefix(&real_home)
-        .expect("file is under the real home because every branch above checked it")
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+    let relative = parts
+        .iter()
+        .map(|p| p.to_string_lossy())
         .collect::<Vec<_>>()
         .join("/");
-    if relative.is_empty() {
-        return Err(outside());
-    }
-    let first = relative.split('/').next().unwrap_or_default();
-    if PROTECTED_TOP.contains(&first) {
-        return Err(JailError::new(
-            "protected_path",
-            format!("{path} resolves into the dream's audit machinery ({first})"),
-        ));
+    let name = parts.pop().map(OsStr::to_os_string).unwrap_or_default();
+    let symlinked = || {
+        JailError::new(
+            "outside_home",
+            format!(
+                "{path} is or goes through a symlink under the notes home {}; the jail never \
+                 follows symlinks, so it could lead outside",
+                home.display()
+            ),
+        )
+    };
+    let fail = |e: confine::Error| match e.kind {
+        confine::Kind::Symlink => symlinked(),
+        _ => JailError::new("io_error", format!("{path}: {e}")),
+    };
+    let not_found = || {
+        JailError::new(
+            "not_found",
+            format!("{path} does not exist in the notes home"),
+        )
+    };
+    let dir = if create_parent {
+        let root = Dir::open_root(home).map_err(fail)?.ok_or_else(|| {
+            JailError::new(
+                "home_unresolvable",
+                format!(
+                    "cannot resolve the notes home {}: it does not exist",
+                    home.display()
+                ),
+            )
+        })?;
+        let mut created = Vec::new();
+        root.walk_create(&parts, &mut created).map_err(|e| {
+            confine::remove_created(&created);
+            fail(e)
+        })?
+    } else {
+        let root = Dir::open_root(home).map_err(fail)?.ok_or_else(not_found)?;
+        root.walk(&parts).map_err(fail)?.ok_or_else(not_found)?
+    };
+    if dir.kind_of(&name).map_err(fail)? == Some(confine::EntryKind::Symlink) {
+        return Err(symlinked());
     }
     Ok(Jailed {
-        file,
-        entry,
+        dir,
+        name,
         relative,
     })
 }
@@ -261,46 +236,67 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
 fn lock_and_read_existing(
     jailed: &Jailed,
     path: &str,
-) -> Result<(fsio::PathLock, String), JailError> {
+) -> Result<(confine::Lock, String), JailError> {
     let not_found = || {
         JailError::new(
             "not_found",
             format!("{path} does not exist in the notes home"),
         )
     };
-    let guard = fsio::lock_existing(&jailed.file)
-        .map_err(|e| JailError::io("cannot lock", path, e))?
+    let guard = jailed
+        .dir
+        .lock_existing(&jailed.name)
+        .map_err(|e| jail_io(path, e))?
         .ok_or_else(not_found)?;
     check_existing(jailed, path)?.ok_or_else(not_found)?;
-    let text =
-        fs::read_to_string(&jailed.file).map_err(|e| JailError::io("cannot read", path, e))?;
+    let bytes = jailed
+        .dir
+        .read(&jailed.name)
+        .map_err(|e| jail_io(path, e))?
+        .ok_or_else(not_found)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| JailError::new("io_error", format!("{path}: not valid UTF-8")))?;
     Ok((guard, text))
 }
 
-/// Existing-file checks shared by every operation: a regular file with one link.
-fn check_existing(jailed: &Jailed, path: &str) -> Result<Option<fs::Metadata>, JailError> {
-    match fs::metadata(&jailed.file) {
-        Ok(meta) => {
-            if !meta.is_file() {
-                return Err(JailError::new(
-                    "not_a_file",
-                    format!("{path} is not a regular file"),
-                ));
-            }
-            if link_count(&meta) > 1 {
-                return Err(JailError::new(
-                    "hard_link",
-                    format!(
-                        "{path} has hard links; linked files are refused because a change \
-                         would also change the other names"
-                    ),
-                ));
-            }
-            Ok(Some(meta))
+/// A confinement failure of an operation on `path`: a symlink is `outside_home`, a
+/// non-regular file `not_a_file`, anything else `io_error` naming the operation and path.
+fn jail_io(path: &str, e: confine::Error) -> JailError {
+    match e.kind {
+        confine::Kind::Symlink => JailError::new(
+            "outside_home",
+            format!("{path} is a symlink; the jail never follows symlinks"),
+        ),
+        confine::Kind::NotAFile => {
+            JailError::new("not_a_file", format!("{path} is not a regular file"))
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(JailError::io("cannot inspect", path, e)),
+        _ => JailError::new("io_error", format!("{path}: {e}")),
     }
+}
+
+/// Existing-file checks shared by every operation: a regular file with one link. `None` when
+/// the file does not exist.
+fn check_existing(jailed: &Jailed, path: &str) -> Result<Option<()>, JailError> {
+    let Some(file) = jailed
+        .dir
+        .open_file(&jailed.name)
+        .map_err(|e| jail_io(path, e))?
+    else {
+        return Ok(None);
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| JailError::io("cannot inspect", path, e))?;
+    if link_count(&meta) > 1 {
+        return Err(JailError::new(
+            "hard_link",
+            format!(
+                "{path} has hard links; linked files are refused because a change \
+                 would also change the other names"
+            ),
+        ));
+    }
+    Ok(Some(()))
 }
 
 #[cfg(unix)]
@@ -317,11 +313,15 @@ fn link_count(_meta: &fs::Metadata) -> u64 {
 /// Create or replace a file with `content`.
 pub fn write(home: &Path, path: &str, content: &str) -> Result<Receipt, JailError> {
     let jailed = resolve(home, path, true)?;
-    let _guard =
-        fsio::lock_path(&jailed.file).map_err(|e| JailError::io("cannot lock", path, e))?;
+    let _guard = jailed
+        .dir
+        .lock(&jailed.name)
+        .map_err(|e| jail_io(path, e))?;
     let existed = check_existing(&jailed, path)?.is_some();
-    fsio::write_atomic(&jailed.file, content.as_bytes())
-        .map_err(|e| JailError::io("cannot write", path, e))?;
+    jailed
+        .dir
+        .write_atomic(&jailed.name, content.as_bytes())
+        .map_err(|e| jail_io(path, e))?;
     Ok(Receipt {
         outcome: if existed {
             Outcome::Overwritten
@@ -342,8 +342,10 @@ pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailErro
     let jailed = resolve(home, path, false)?;
     let (_guard, text) = lock_and_read_existing(&jailed, path)?;
     let updated = apply_edits(&text, edits, path)?;
-    fsio::write_atomic(&jailed.file, updated.as_bytes())
-        .map_err(|e| JailError::io("cannot write", path, e))?;
+    jailed
+        .dir
+        .write_atomic(&jailed.name, updated.as_bytes())
+        .map_err(|e| jail_io(path, e))?;
     Ok(Receipt {
         outcome: Outcome::Edited,
         target: jailed.relative,
@@ -405,8 +407,7 @@ fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<String, JailErr
     Ok(out)
 }
 
-/// Delete a crumpled note (frontmatter `crumpledAt`). A symlink inside the home that points
-/// at a crumpled note is itself removed.
+/// Delete a crumpled note (frontmatter `crumpledAt`).
 pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
     let jailed = resolve(home, path, false)?;
     let (_guard, text) = lock_and_read_existing(&jailed, path)?;
@@ -419,7 +420,10 @@ pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
             ),
         ));
     }
-    fs::remove_file(&jailed.entry).map_err(|e| JailError::io("cannot delete", path, e))?;
+    jailed
+        .dir
+        .remove_file(&jailed.name)
+        .map_err(|e| jail_io(path, e))?;
     Ok(Receipt {
         outcome: Outcome::Deleted,
         target: jailed.relative,
@@ -489,7 +493,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn resolve_follows_symlinks_only_inside() {
+    fn resolve_never_follows_symlinks() {
         let home = tempfile::tempdir().unwrap();
         let out = tempfile::tempdir().unwrap();
         let h = home.path();
@@ -502,15 +506,24 @@ mod tests {
         fs::create_dir_all(h.join("human")).unwrap();
         fs::write(h.join("human/real.md"), "x").unwrap();
         std::os::unix::fs::symlink(h.join("human/real.md"), h.join("human/alias.md")).unwrap();
-        let j = resolve(h, "human/alias.md", false).unwrap();
-        assert_eq!(j.relative, "human/real.md");
-        fs::create_dir_all(h.join(".git")).unwrap();
-        std::os::unix::fs::symlink(h.join(".git"), h.join("human/gitlink")).unwrap();
-        let err = resolve(h, "human/gitlink/new/x.md", true).unwrap_err();
-        assert_eq!(err.code(), "protected_path");
+        assert_eq!(
+            resolve(h, "human/alias.md", false).unwrap_err().code(),
+            "outside_home"
+        );
+        std::os::unix::fs::symlink(out.path().join("nowhere"), h.join("human/dangdir")).unwrap();
+        let err = resolve(h, "human/dangdir/x.md", true).unwrap_err();
+        assert_eq!(err.code(), "outside_home");
         assert!(
-            !h.join(".git/new").exists(),
-            "no directory created before the refusal"
+            err.message.contains(&h.display().to_string()),
+            "{}",
+            err.message
+        );
+        assert!(!out.path().join("nowhere").exists());
+        let err = resolve(h, "a/../../x.md", true).unwrap_err();
+        assert!(
+            err.message.contains(&h.display().to_string()),
+            "{}",
+            err.message
         );
     }
 }

@@ -134,6 +134,19 @@ impl Home {
         })
     }
 
+    /// The home's directory as components under the notes root (`["agents", "<slug>"]`, …),
+    /// or `None` for the session home without a session id.
+    pub fn components(&self, identity: &Identity) -> Option<Vec<String>> {
+        let who = self.who.clone().unwrap_or_default();
+        Some(match self.scope {
+            Scope::Session => vec!["pi".into(), "session".into(), identity.session_id.clone()?],
+            Scope::Project => vec!["project".into(), identity.project_key.clone()],
+            Scope::Human => vec!["human".into()],
+            Scope::Agent => vec!["agents".into(), who],
+            Scope::Model => vec!["models".into(), who],
+        })
+    }
+
     /// Whether the current identity may write here (every home except a foreign agent/model).
     pub fn writable(&self, identity: &Identity) -> bool {
         match self.scope {

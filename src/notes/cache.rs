@@ -65,6 +65,23 @@ pub struct FileStat {
 }
 
 impl FileStat {
+    /// From an `lstat` taken through a directory handle (`confine::Dir::lstat`).
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "stat field widths differ by platform"
+    )]
+    pub fn of_stat(stat: &rustix::fs::Stat) -> FileStat {
+        FileStat {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+            size: stat.st_size as u64,
+            mtime: stat.st_mtime as i64,
+            mtime_nsec: stat.st_mtime_nsec as i64,
+            ctime: stat.st_ctime as i64,
+            ctime_nsec: stat.st_ctime_nsec as i64,
+        }
+    }
+
     pub fn of(meta: &fs::Metadata) -> FileStat {
         use std::os::unix::fs::MetadataExt;
         FileStat {

@@ -4,9 +4,11 @@
 //! for a lock are removed again). Paths that resolve outside the notes root through a symlink
 //! are refused. The caller passes "now"; nothing here reads the clock or the environment.
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, FixedOffset};
 
@@ -18,7 +20,7 @@ use super::frontmatter;
 use super::identity::{Identity, is_slug};
 use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
 use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, body_matches, recency_order};
-use crate::fsio;
+use crate::confine::{self, Dir, EntryKind};
 
 /// The notes store of one identity.
 ///
@@ -161,6 +163,9 @@ pub struct Status {
     pub crumpled_excluded: usize,
     /// Labels of homes that failed to read (`session`, `@project`, `@agents/<slug>`, …).
     pub homes_unavailable: Vec<String>,
+    /// Those of them that are unavailable because their directory (or a directory between it
+    /// and the notes root) is a symlink, which is never followed: code `home_is_symlink`.
+    pub homes_symlinked: Vec<String>,
 }
 
 /// Rows plus status.
@@ -240,13 +245,13 @@ impl Store {
         let address = self.address(address)?;
         address.check_path_cap()?;
         address.check_writable(&self.identity)?;
-        let path = self.physical(&address)?;
         let origin = origin.unwrap_or(Origin::Myself);
         let body = frontmatter::strip_leading_frontmatter(content);
-        let created_dirs = missing_ancestors(&path);
+        let mut created_dirs = Vec::new();
         let result = (|| {
-            let _lock = fsio::lock_path(&path)?;
-            let existing = read_optional(&path)?;
+            let place = self.locate_create(&address, &mut created_dirs)?;
+            let _lock = place.dir.lock(&place.name).map_err(confined)?;
+            let existing = place.read()?;
             let pending = self.take_pending(&address)?;
             let result = (|| {
                 let (mut meta, outcome) = match &existing {
@@ -259,7 +264,7 @@ impl Store {
                         (meta, WriteOutcome::Created)
                     }
                     Some(raw) => {
-                        let (meta, _, _) = parse_with_pending(raw, &path, &pending.entries, now);
+                        let (meta, _, _) = parse_with_pending(raw, &place, &pending.entries, now);
                         let outcome = if meta.is_crumpled() {
                             WriteOutcome::Uncrumpled
                         } else {
@@ -272,7 +277,7 @@ impl Store {
                 meta.crumpled_at = None;
                 meta.updated_at = now;
                 let text = serialize_note(&meta, &body)?;
-                fsio::write_atomic(&path, text.as_bytes())?;
+                place.write(&text)?;
                 Ok(WriteReceipt {
                     address: address.clone(),
                     outcome,
@@ -285,7 +290,7 @@ impl Store {
             result
         })();
         if result.is_err() {
-            remove_created_dirs(&created_dirs);
+            confine::remove_created(&created_dirs);
         }
         result
     }
@@ -303,9 +308,11 @@ impl Store {
     ) -> Result<Option<ReadNote>, NoteError> {
         let address = self.address(address)?;
         address.check_path_cap()?;
-        let path = self.physical(&address)?;
+        let Some(place) = self.locate(&address)? else {
+            return Ok(None);
+        };
         if let Some(journal) = self.journal() {
-            let Some(raw) = read_optional(&path)? else {
+            let Some(raw) = place.read()? else {
                 return Ok(None);
             };
             let rel = self.journal_rel(&address)?;
@@ -314,7 +321,7 @@ impl Store {
             if let Ok(earlier) = journal.record(&rel, created, now) {
                 let reads = access::matching(&earlier, created);
                 let first = access::first_time(&reads).unwrap_or(now);
-                let fallback = stamp_fallback(&parsed.fields, &path, first);
+                let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, first);
                 let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
                 access::apply(&mut meta, &reads);
                 meta.last_accessed = now;
@@ -326,17 +333,17 @@ impl Store {
                 }));
             }
         }
-        let Some(_lock) = fsio::lock_existing(&path)? else {
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
             return Ok(None);
         };
-        let Some(raw) = read_optional(&path)? else {
+        let Some(raw) = place.read()? else {
             return Ok(None);
         };
-        let (mut meta, body) = parse_note_at(&raw, &path, now);
+        let (mut meta, body) = parse_note_at(&raw, &place, now);
         meta.last_accessed = now;
         meta.access_count += 1.0;
         let text = frontmatter::serialize(&meta.to_fields(), &body);
-        fsio::write_atomic(&path, text.as_bytes())?;
+        place.write(&text)?;
         Ok(Some(ReadNote {
             address,
             meta,
@@ -346,11 +353,13 @@ impl Store {
 
     /// Read a note without touching it (no lock, no access bump): for doctor, dream and boot.
     pub fn peek(&self, address: &Address) -> Result<Option<(NoteMeta, String)>, NoteError> {
-        let path = self.physical(address)?;
-        let Some(raw) = read_optional(&path)? else {
+        let Some(place) = self.locate(address)? else {
             return Ok(None);
         };
-        Ok(Some(parse_note_at(&raw, &path, epoch())))
+        let Some(raw) = place.read()? else {
+            return Ok(None);
+        };
+        Ok(Some(parse_note_at(&raw, &place, epoch())))
     }
 
     /// The body of a home's top-level `MAP.md`, if it exists (read-only, no access bump).
@@ -380,15 +389,17 @@ impl Store {
                 "nothing to do: provide edits or at least one of origin, crumpled",
             ));
         }
-        let path = self.physical(&address)?;
-        let Some(_lock) = fsio::lock_existing(&path)? else {
+        let Some(place) = self.locate(&address)? else {
             return Err(not_found());
         };
-        let Some(raw) = read_optional(&path)? else {
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
+            return Err(not_found());
+        };
+        let Some(raw) = place.read()? else {
             return Err(not_found());
         };
         let pending = self.take_pending(&address)?;
-        let result = self.update_locked(&address, &path, &raw, &pending, edits, options, now);
+        let result = self.update_locked(&address, &place, &raw, &pending, edits, options, now);
         if result.is_err() {
             self.restore_pending(&pending);
         }
@@ -399,7 +410,7 @@ impl Store {
     fn update_locked(
         &self,
         address: &Address,
-        path: &Path,
+        place: &Place,
         raw: &str,
         pending: &Pending,
         edits: &[Edit],
@@ -407,7 +418,7 @@ impl Store {
         now: DateTime<FixedOffset>,
     ) -> Result<UpdateReceipt, NoteError> {
         let address = address.clone();
-        let (mut meta, body, folded) = parse_with_pending(raw, path, &pending.entries, now);
+        let (mut meta, body, folded) = parse_with_pending(raw, place, &pending.entries, now);
         // The file as the deferred reads would have left it (they rewrote it canonically).
         let raw = if folded {
             frontmatter::serialize(&meta.to_fields(), &body)
@@ -455,7 +466,7 @@ impl Store {
                 after: String::new(),
             },
         };
-        fsio::write_atomic(path, text.as_bytes())?;
+        place.write(&text)?;
         Ok(UpdateReceipt {
             address,
             meta,
@@ -477,24 +488,36 @@ impl Store {
         to.check_path_cap()?;
         from.check_writable(&self.identity)?;
         to.check_writable(&self.identity)?;
-        let source = self.physical(&from)?;
-        let target = self.physical(&to)?;
-        if source == target {
+        // No symlink is ever followed, so the same address is the same file.
+        if from.home == to.home && from.file_vpath() == to.file_vpath() {
             return Err(err(
                 ErrorKind::NothingToDo,
                 "rename_to resolves to the same note",
             ));
         }
-        if !exists(&source)? {
+        let Some(source) = self.locate(&from)? else {
+            return Err(not_found());
+        };
+        if source
+            .dir
+            .kind_of(&source.name)
+            .map_err(confined)?
+            .is_none()
+        {
             return Err(not_found());
         }
-        let created_dirs = missing_ancestors(&target);
+        let mut created_dirs = Vec::new();
         let result = (|| {
-            let _locks = fsio::lock_paths(&[&source, &target])?;
-            let Some(raw) = read_optional(&source)? else {
+            let target = self.locate_create(&to, &mut created_dirs)?;
+            let _locks = confine::lock_all(&[
+                (&source.dir, source.name.as_os_str()),
+                (&target.dir, target.name.as_os_str()),
+            ])
+            .map_err(confined)?;
+            let Some(raw) = source.read()? else {
                 return Err(not_found());
             };
-            let replaced_crumpled_target = match read_optional(&target)? {
+            let replaced_crumpled_target = match target.read()? {
                 None => false,
                 Some(existing) => {
                     let crumpled = frontmatter::parse_fields_only(&existing)
@@ -524,13 +547,12 @@ impl Store {
                 _ => {}
             }
             meta.updated_at = now;
-            let written = serialize_note(&meta, &body)
-                .and_then(|text| Ok(fsio::write_atomic(&target, text.as_bytes())?));
+            let written = serialize_note(&meta, &body).and_then(|text| target.write(&text));
             if let Err(e) = written {
                 self.restore_pending(&pending);
                 return Err(e);
             }
-            fs::remove_file(&source)?;
+            source.dir.remove_file(&source.name).map_err(confined)?;
             Ok(RenameReceipt {
                 from: from.clone(),
                 to: to.clone(),
@@ -539,7 +561,7 @@ impl Store {
             })
         })();
         if result.is_err() {
-            remove_created_dirs(&created_dirs);
+            confine::remove_created(&created_dirs);
         }
         result
     }
@@ -620,11 +642,42 @@ impl Store {
         }))
     }
 
-    /// The physical path of a note: the lexical path with its existing part resolved through
-    /// symlinks, refused when that leaves the notes root.
-    fn physical(&self, address: &Address) -> Result<PathBuf, NoteError> {
-        let lexical = address.file_path(&self.identity)?;
-        resolve_inside(&self.identity.root, &lexical)
+    /// Where a note lives: its directory reached from the notes root one component at a time
+    /// without following a symlink, and its file name. `None` when the root or a directory on
+    /// the way does not exist (nothing is created).
+    fn locate(&self, address: &Address) -> Result<Option<Place>, NoteError> {
+        let (dirs, name) = self.components(address)?;
+        let Some(root) = Dir::open_root(&self.identity.root).map_err(confined)? else {
+            return Ok(None);
+        };
+        Ok(root
+            .walk(&dirs)
+            .map_err(confined)?
+            .map(|dir| Place { dir, name }))
+    }
+
+    /// [`Store::locate`], creating the root and missing directories; each directory created is
+    /// recorded in `created` so a refused write can remove it again.
+    fn locate_create(
+        &self,
+        address: &Address,
+        created: &mut Vec<(Dir, OsString)>,
+    ) -> Result<Place, NoteError> {
+        let (dirs, name) = self.components(address)?;
+        let root = Dir::create_root(&self.identity.root).map_err(confined)?;
+        let dir = root.walk_create(&dirs, created).map_err(confined)?;
+        Ok(Place { dir, name })
+    }
+
+    /// The directory components under the root and the file name of a note.
+    fn components(&self, address: &Address) -> Result<(Vec<String>, OsString), NoteError> {
+        let mut dirs = address
+            .home
+            .components(&self.identity)
+            .ok_or_else(no_session)?;
+        dirs.extend(address.file_vpath().split('/').map(str::to_owned));
+        let name = dirs.pop().map(OsString::from).unwrap_or_default();
+        Ok((dirs, name))
     }
 
     #[allow(
@@ -636,7 +689,9 @@ impl Store {
         let homes = self.homes_of(&plan, query)?;
         let mut candidates = Vec::new();
         let mut home_failed = vec![false; homes.len()];
+        let mut home_symlinked = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
+        let mut extra_symlinked = Vec::new();
         // Listings use the metadata cache (one per home); a search reads whole files anyway.
         let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
         let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
@@ -646,40 +701,40 @@ impl Store {
             seen.push(Vec::new());
             let home = match home {
                 Ok(home) => home,
-                Err(label) => {
+                Err((label, symlink)) => {
                     extra_unavailable.push(label.clone());
+                    if *symlink {
+                        extra_symlinked.push(label.clone());
+                    }
                     continue;
                 }
             };
-            let Some(dir) = home.dir(&self.identity) else {
+            let (Some(dir), Some(components)) =
+                (home.dir(&self.identity), home.components(&self.identity))
+            else {
                 continue;
             };
             let prefix = home.prefix();
-            let mut files = Vec::new();
-            let walked = if use_cache {
-                walk_stat(&dir, "", &mut files)
-            } else {
-                let mut plain = Vec::new();
-                let walked = walk(&dir, "", &mut plain);
-                files = plain
-                    .into_iter()
-                    .map(|(rel, path)| (rel, path, None))
-                    .collect();
-                walked
-            };
-            if walked.is_err() {
+            let mut files: Vec<NoteFile> = Vec::new();
+            let walked = open_home(&self.identity.root, &components).and_then(|opened| {
+                opened.map_or(Ok(()), |d| {
+                    walk_files(Arc::new(d), "", use_cache, &mut files)
+                })
+            });
+            if let Err(e) = walked {
                 home_failed[index] = true;
+                home_symlinked[index] = e.kind == confine::Kind::Symlink;
                 continue;
             }
             if use_cache && let Some(cache_dir) = &self.cache {
                 caches[index] = Some(HomeCache::load(cache_dir, &self.identity.root, &dir));
-                seen[index] = files.iter().map(|(rel, _, _)| rel.clone()).collect();
+                seen[index] = files.iter().map(|f| f.rel.clone()).collect();
             }
-            for (rel, path, meta) in files {
-                if use_cache && meta.is_none() {
+            for file in files {
+                if use_cache && file.stat.is_none() {
                     continue; // vanished since the directory was read
                 }
-                let display = format!("{prefix}{rel}");
+                let display = format!("{prefix}{}", file.rel);
                 if plan
                     .pattern
                     .as_ref()
@@ -689,10 +744,10 @@ impl Store {
                 }
                 candidates.push(Candidate {
                     home: index,
-                    rel,
+                    rel: file.rel.clone(),
                     display,
-                    path,
-                    stat: meta.as_ref().map(FileStat::of),
+                    stat: file.stat,
+                    file,
                 });
             }
         }
@@ -770,13 +825,20 @@ impl Store {
         let mut status = Status::default();
         for (index, home) in homes.iter().enumerate() {
             if home_failed[index] {
-                let label = home.as_ref().map(Home::label).unwrap_or_else(|l| l.clone());
+                let label = home
+                    .as_ref()
+                    .map(Home::label)
+                    .unwrap_or_else(|(l, _)| l.clone());
+                if home_symlinked[index] {
+                    status.homes_symlinked.push(label.clone());
+                }
                 status.homes_unavailable.push(label);
             } else {
                 status.crumpled_excluded += crumpled[index];
             }
         }
         status.homes_unavailable.extend(extra_unavailable);
+        status.homes_symlinked.extend(extra_symlinked);
         let first_error = home_failed.iter().any(|f| *f) || !status.homes_unavailable.is_empty();
         Ok(Scanned {
             rows: rows.into_iter().map(|(_, hit)| hit).collect(),
@@ -786,7 +848,7 @@ impl Store {
     }
 
     /// The homes a plan reads; an unreadable namespace is `Err(label)`.
-    fn homes_of(&self, plan: &Plan, query: &Query) -> Result<Vec<Result<Home, String>>, NoteError> {
+    fn homes_of(&self, plan: &Plan, query: &Query) -> Result<Vec<HomeOrUnreadable>, NoteError> {
         Ok(match &plan.homes {
             HomeSelection::Homes(homes) => {
                 if query.scope == Some(Scope::Session) && self.identity.session_id.is_none() {
@@ -796,10 +858,10 @@ impl Store {
             }
             HomeSelection::Namespace(scope) => {
                 let (dir, label) = match scope {
-                    Scope::Agent => (self.identity.root.join("agents"), "@agents"),
-                    _ => (self.identity.root.join("models"), "@models"),
+                    Scope::Agent => ("agents", "@agents"),
+                    _ => ("models", "@models"),
                 };
-                match slug_dirs(&dir) {
+                match slug_dirs(&self.identity.root, dir) {
                     Ok(slugs) => slugs
                         .into_iter()
                         .map(|slug| {
@@ -809,12 +871,15 @@ impl Store {
                             })
                         })
                         .collect(),
-                    Err(_) => vec![Err(label.to_owned())],
+                    Err(e) => vec![Err((label.to_owned(), e.kind == confine::Kind::Symlink))],
                 }
             }
         })
     }
 }
+
+/// A home to read, or a namespace that could not be enumerated: `(label, is a symlink)`.
+type HomeOrUnreadable = Result<Home, (String, bool)>;
 
 enum Scan {
     List,
@@ -867,7 +932,7 @@ struct Candidate {
     home: usize,
     rel: String,
     display: String,
-    path: PathBuf,
+    file: NoteFile,
     /// Its `lstat`, taken by the walk when the metadata cache is used.
     stat: Option<FileStat>,
 }
@@ -924,8 +989,8 @@ fn examine_bytes(
         None => {
             let read = match scan {
                 // A listing needs only the frontmatter block: read the head of the file.
-                Scan::List => read_head_into(&candidate.path, buf),
-                Scan::Search(..) => read_into(&candidate.path, buf),
+                Scan::List => read_head_into(&candidate.file, buf),
+                Scan::Search(..) => read_into(&candidate.file, buf),
             };
             match read {
                 Ok(_) => {}
@@ -952,7 +1017,8 @@ fn examine_bytes(
     match scan {
         Scan::List => {
             let fields = frontmatter::fields_of_bytes(bytes);
-            let fallback = stamp_fallback(&fields, &candidate.path, epoch());
+            let file = &candidate.file;
+            let fallback = stamp_fallback(&fields, &file.dir, &file.name, epoch());
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
         Scan::Search(matcher, max) => {
@@ -969,7 +1035,8 @@ fn examine_bytes(
             if total == 0 {
                 return Examined::Skip;
             }
-            let fallback = stamp_fallback(&parsed.fields, &candidate.path, epoch());
+            let file = &candidate.file;
+            let fallback = stamp_fallback(&parsed.fields, &file.dir, &file.name, epoch());
             let meta = NoteMeta::from_fields(&parsed.fields, fallback);
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
@@ -979,8 +1046,8 @@ fn examine_bytes(
 /// Read a whole file into `buf` with plain `read` calls: `read_to_end` on a `File` first asks
 /// for its size and position (two extra syscalls per note, a measurable share of a 10,000-note
 /// listing).
-fn read_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = fs::File::open(path)?;
+fn read_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = file.open()?;
     buf.clear();
     read_to_end_plain(&mut file, buf, 0)
 }
@@ -991,8 +1058,8 @@ pub(crate) const HEAD_BYTES: usize = 4096;
 /// Read the head of a file into `buf`: at least its frontmatter block (or the whole file when
 /// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
 /// reading a long body a listing (or the boot index) never looks at.
-pub(crate) fn read_head_into(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = fs::File::open(path)?;
+pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
+    let mut file = file.open()?;
     buf.clear();
     buf.resize(HEAD_BYTES, 0);
     let mut len = 0;
@@ -1072,130 +1139,152 @@ fn process_parallel<T: Sync, R: Send>(
     })
 }
 
-/// Regular `.md` files under `dir` (not following symlinks), as (`a/b.md`, path). A missing
-/// `dir` is empty. The one definition of which files are notes (the boot index uses it too).
+/// One note file found by [`walk`]: its path relative to the home and where to open it.
+#[derive(Debug, Clone)]
+pub(crate) struct NoteFile {
+    /// `a/b.md`, relative to the home.
+    pub rel: String,
+    /// The directory holding it (reached without following symlinks).
+    pub dir: Arc<Dir>,
+    pub name: OsString,
+    /// Its `lstat` (not following it), when the walk was asked for it; `None` for a file that
+    /// vanished meanwhile.
+    pub stat: Option<FileStat>,
+}
+
+impl NoteFile {
+    /// Open it for reading (never following a symlink); a vanished file is `NotFound`.
+    pub fn open(&self) -> io::Result<fs::File> {
+        self.dir
+            .open_file(&self.name)?
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+}
+
+/// Open a home directory under `root` without following a symlink anywhere below the root:
+/// `None` when the root or the home does not exist; a symlink is a `Kind::Symlink` error.
+pub(crate) fn open_home<S: AsRef<OsStr>>(
+    root: &Path,
+    components: &[S],
+) -> Result<Option<Dir>, confine::Error> {
+    match Dir::open_root(root)? {
+        Some(root) => root.walk(components),
+        None => Ok(None),
+    }
+}
+
+/// For tests: the note files under `dir` as (`a/b.md`, path), through [`walk_files`].
+#[cfg(test)]
 pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> io::Result<()> {
-    walk_each(dir, rel, &mut |rel, path, _| {
-        out.push((rel, path));
-        Ok(())
-    })
+    if let Some(opened) = Dir::open_root(dir)? {
+        let mut files = Vec::new();
+        walk_files(Arc::new(opened), rel, false, &mut files)?;
+        out.extend(files.into_iter().map(|f| {
+            let path = dir.join(&f.rel);
+            (f.rel, path)
+        }));
+    }
+    Ok(())
 }
 
-/// [`walk`], with each file's `lstat` taken through its directory's handle (no path lookup per
-/// file); `None` for a file that vanished meanwhile.
-pub(crate) fn walk_stat(
-    dir: &Path,
+/// Regular `.md` files under `dir` (symlinks never followed), as (`a/b.md`, where). The one
+/// definition of which files are notes (the boot index uses it too). A subdirectory swapped
+/// for a symlink while walking is skipped, like every symlink. With `with_stat`, each file's
+/// `lstat` is taken through its directory's handle (for the metadata cache).
+pub(crate) fn walk_files(
+    dir: Arc<Dir>,
     rel: &str,
-    out: &mut Vec<(String, PathBuf, Option<fs::Metadata>)>,
-) -> io::Result<()> {
-    walk_each(dir, rel, &mut |rel, path, entry| {
-        let meta = match entry.metadata() {
-            Ok(meta) => Some(meta),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
-        };
-        out.push((rel, path, meta));
-        Ok(())
-    })
-}
-
-fn walk_each(
-    dir: &Path,
-    rel: &str,
-    found: &mut impl FnMut(String, PathBuf, &fs::DirEntry) -> io::Result<()>,
-) -> io::Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound && rel.is_empty() => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let Ok(name) = entry.file_name().into_string() else {
+    with_stat: bool,
+    out: &mut Vec<NoteFile>,
+) -> Result<(), confine::Error> {
+    for (name, kind) in dir.entries()? {
+        let Some(text) = name.to_str() else {
             continue; // not addressable
         };
         let child_rel = if rel.is_empty() {
-            name.clone()
+            text.to_owned()
         } else {
-            format!("{rel}/{name}")
+            format!("{rel}/{text}")
         };
-        if kind.is_dir() {
-            walk_each(&entry.path(), &child_rel, found)?;
-        } else if kind.is_file() && name.ends_with(".md") {
-            found(child_rel, entry.path(), &entry)?;
+        match kind {
+            EntryKind::Dir => match dir.child(&name) {
+                Ok(Some(sub)) => walk_files(Arc::new(sub), &child_rel, with_stat, out)?,
+                Ok(None) => {}
+                Err(e) if e.kind == confine::Kind::Symlink => {}
+                Err(e) => return Err(e),
+            },
+            EntryKind::File if text.ends_with(".md") => {
+                let stat = if with_stat {
+                    dir.lstat(&name)?.map(|s| FileStat::of_stat(&s))
+                } else {
+                    None
+                };
+                out.push(NoteFile {
+                    rel: child_rel,
+                    dir: Arc::clone(&dir),
+                    name,
+                    stat,
+                });
+            }
+            _ => {}
         }
     }
     Ok(())
 }
 
-/// Slug-named directories under `dir`, sorted (a missing `dir` has none).
-fn slug_dirs(dir: &Path) -> io::Result<Vec<String>> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+/// Slug-named entries of `<root>/<namespace>` that may be homes (directories, and symlinks,
+/// which the listing then reports unavailable), sorted; a missing namespace has none.
+fn slug_dirs(root: &Path, namespace: &str) -> Result<Vec<String>, confine::Error> {
+    let Some(dir) = open_home(root, &[namespace])? else {
+        return Ok(Vec::new());
     };
-    let mut slugs = Vec::new();
-    for entry in entries {
-        let entry = entry?;
-        if entry.file_type()?.is_dir()
-            && let Ok(name) = entry.file_name().into_string()
-            && is_slug(&name)
-        {
-            slugs.push(name);
-        }
-    }
+    let mut slugs: Vec<String> = dir
+        .entries()?
+        .into_iter()
+        .filter(|(_, kind)| matches!(kind, EntryKind::Dir | EntryKind::Symlink))
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| is_slug(name))
+        .collect();
     slugs.sort();
     Ok(slugs)
 }
 
-/// Resolve the existing part of `lexical` through symlinks; refuse when the result is not
-/// under the (resolved) notes root.
-fn resolve_inside(root: &Path, lexical: &Path) -> Result<PathBuf, NoteError> {
-    let Ok(rel) = lexical.strip_prefix(root) else {
-        return Err(escape_error());
-    };
-    let root_phys = match fs::canonicalize(root) {
-        Ok(p) => p,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(lexical.to_path_buf()),
-        Err(e) => return Err(NoteError::io(e)),
-    };
-    let mut existing = root_phys.clone();
-    let mut components = rel.components().peekable();
-    while let Some(component) = components.peek() {
-        let Component::Normal(name) = component else {
-            return Err(escape_error());
-        };
-        let next = existing.join(name);
-        match fs::symlink_metadata(&next) {
-            Ok(meta) => {
-                existing = if meta.file_type().is_symlink() {
-                    match fs::canonicalize(&next) {
-                        Ok(p) => p,
-                        // A dangling link: where it would write is not ours to follow.
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                            return Err(escape_error());
-                        }
-                        Err(e) => return Err(NoteError::io(e)),
-                    }
-                } else {
-                    next
-                };
-                components.next();
+/// A note's place: its directory (reached without following symlinks) and its file name.
+struct Place {
+    dir: Dir,
+    name: OsString,
+}
+
+impl Place {
+    /// The note's text (invalid UTF-8 replaced); `None` when it does not exist.
+    fn read(&self) -> Result<Option<String>, NoteError> {
+        Ok(self.dir.read(&self.name).map_err(confined)?.map(|bytes| {
+            match String::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-            Err(e) => return Err(NoteError::io(e)),
-        }
+        }))
     }
-    if !existing.starts_with(&root_phys) {
-        return Err(escape_error());
+
+    /// Replace the note atomically, in its directory handle.
+    fn write(&self, text: &str) -> Result<(), NoteError> {
+        self.dir
+            .write_atomic(&self.name, text.as_bytes())
+            .map_err(confined)
     }
-    let mut physical = existing;
-    for component in components {
-        physical.push(component.as_os_str());
+}
+
+/// A confinement failure as a notes error: a symlink under the root is `path_escapes_root`;
+/// anything else is an `io_error` whose cause (for the stderr line) names the operation and
+/// the path.
+fn confined(e: confine::Error) -> NoteError {
+    match e.kind {
+        confine::Kind::Symlink => err(
+            ErrorKind::PathEscapesRoot,
+            "address goes through a symlink under the notes root; symlinks are never followed: refused",
+        ),
+        _ => NoteError::io(e.into()),
     }
-    Ok(physical)
 }
 
 fn escape_error() -> NoteError {
@@ -1219,7 +1308,7 @@ struct Pending {
 /// as the reads would have left the file; the flag says whether any read was folded.
 fn parse_with_pending(
     raw: &str,
-    path: &Path,
+    place: &Place,
     entries: &[Entry],
     now: DateTime<FixedOffset>,
 ) -> (NoteMeta, String, bool) {
@@ -1228,7 +1317,7 @@ fn parse_with_pending(
     // A timestamp missing from the file was filled by the first read that rewrote it (from
     // the file's time, which reads no longer change, in that read's offset).
     let first = access::first_time(&reads).unwrap_or(now);
-    let fallback = stamp_fallback(&parsed.fields, path, first);
+    let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, first);
     let mut meta = NoteMeta::from_fields(&parsed.fields, fallback);
     access::apply(&mut meta, &reads);
     (meta, parsed.body.into_owned(), !reads.is_empty())
@@ -1251,29 +1340,36 @@ pub fn fold_pending_access(root: &Path, cache_dir: &Path) -> Result<usize, NoteE
             journal.take(&rel)?;
             continue;
         }
-        let path = match resolve_inside(root, &root.join(&rel)) {
-            Ok(path) => path,
-            Err(_) => {
+        // Reached from the root's handle without following a symlink, as every note is.
+        let mut dirs: Vec<&str> = rel.split('/').collect();
+        let name = OsString::from(dirs.pop().unwrap_or_default());
+        let opened = Dir::open_root(root).and_then(|r| match r {
+            Some(r) => r.walk(&dirs),
+            None => Ok(None),
+        });
+        let place = match opened {
+            Ok(Some(dir)) => Place { dir, name },
+            Ok(None) | Err(_) => {
                 journal.take(&rel)?;
                 continue;
             }
         };
-        let Some(_lock) = fsio::lock_existing(&path)? else {
+        let Some(_lock) = place.dir.lock_existing(&place.name).map_err(confined)? else {
             journal.take(&rel)?;
             continue;
         };
         let entries = journal.take(&rel)?;
-        let Some(raw) = read_optional(&path)? else {
+        let Some(raw) = place.read()? else {
             continue;
         };
-        let (meta, body, changed) = parse_with_pending(&raw, &path, &entries, epoch());
+        let (meta, body, changed) = parse_with_pending(&raw, &place, &entries, epoch());
         if !changed {
             continue;
         }
         let text = frontmatter::serialize(&meta.to_fields(), &body);
-        if let Err(e) = fsio::write_atomic(&path, text.as_bytes()) {
+        if let Err(e) = place.write(&text) {
             journal.restore(&rel, &entries);
-            return Err(e.into());
+            return Err(e);
         }
         folded += 1;
     }
@@ -1286,9 +1382,9 @@ fn epoch() -> DateTime<FixedOffset> {
 
 /// Parse a note file read from `path`; a timestamp it lacks (or that is not a date) takes the
 /// file's modification time, the truest date the filesystem has for a hand-written note.
-fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
+fn parse_note_at(raw: &str, place: &Place, now: DateTime<FixedOffset>) -> (NoteMeta, String) {
     let parsed = frontmatter::parse(raw);
-    let fallback = stamp_fallback(&parsed.fields, path, now);
+    let fallback = stamp_fallback(&parsed.fields, &place.dir, &place.name, now);
     (
         NoteMeta::from_fields(&parsed.fields, fallback),
         parsed.body.into_owned(),
@@ -1301,59 +1397,19 @@ fn parse_note_at(raw: &str, path: &Path, now: DateTime<FixedOffset>) -> (NoteMet
 /// nothing extra.
 fn stamp_fallback(
     fields: &serde_json::Map<String, serde_json::Value>,
-    path: &Path,
+    dir: &Dir,
+    name: &OsStr,
     otherwise: DateTime<FixedOffset>,
 ) -> DateTime<FixedOffset> {
     if NoteMeta::has_all_stamps(fields) {
         return otherwise;
     }
-    fs::metadata(path)
-        .and_then(|m| m.modified())
+    dir.mtime_ms(name)
         .ok()
-        .map(|t| DateTime::<chrono::Utc>::from(t).with_timezone(otherwise.offset()))
+        .flatten()
+        .and_then(DateTime::from_timestamp_millis)
+        .map(|t| t.with_timezone(otherwise.offset()))
         .unwrap_or(otherwise)
-}
-
-fn exists(path: &Path) -> Result<bool, NoteError> {
-    match fs::symlink_metadata(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(NoteError::io(e)),
-    }
-}
-
-fn read_optional(path: &Path) -> Result<Option<String>, NoteError> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(match String::from_utf8(bytes) {
-            Ok(s) => s,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        })),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(NoteError::io(e)),
-    }
-}
-
-/// The ancestors of `path` that do not exist yet, deepest first.
-fn missing_ancestors(path: &Path) -> Vec<PathBuf> {
-    let mut missing = Vec::new();
-    let mut current = path.parent();
-    while let Some(dir) = current {
-        if dir.as_os_str().is_empty() || fs::symlink_metadata(dir).is_ok() {
-            break;
-        }
-        missing.push(dir.to_path_buf());
-        current = dir.parent();
-    }
-    missing
-}
-
-/// Undo directory creation after a refusal (only directories that are still empty).
-fn remove_created_dirs(dirs: &[PathBuf]) {
-    for dir in dirs {
-        if fs::remove_dir(dir).is_err() {
-            break;
-        }
-    }
 }
 
 /// Apply edits in order against the evolving body; returns the new body and how many edits
@@ -1511,10 +1567,14 @@ mod tests {
 
     fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
         let mut files = Vec::new();
-        walk(root, "", &mut files).unwrap();
+        let dir = Dir::open_root(root).unwrap().unwrap();
+        walk_files(Arc::new(dir), "", false, &mut files).unwrap();
         files
             .into_iter()
-            .map(|(rel, path)| (rel, fs::read(path).unwrap()))
+            .map(|f| {
+                let bytes = fs::read(root.join(&f.rel)).unwrap();
+                (f.rel, bytes)
+            })
             .collect()
     }
 
@@ -1547,7 +1607,7 @@ mod tests {
             for (step, op) in ops.iter().enumerate() {
                 let now = now() + chrono::Duration::milliseconds(1500 * step as i64);
                 for (store, root) in [(&eager, eager_dir.path()), (&lazy, lazy_dir.path())] {
-                    let path = |i: usize| store.physical(&store.address(names[i]).unwrap()).unwrap();
+                    let path = |i: usize| store.address(names[i]).unwrap().file_path(store.identity()).unwrap();
                     match op {
                         Op::Write(i, c) => { store.write(names[*i], c, None, now).unwrap(); }
                         Op::Read(_) | Op::Hand(..) | Op::Delete(_) => {}
@@ -1561,7 +1621,7 @@ mod tests {
                     }
                     if let Op::Hand(i, c) = op {
                         let created = format_stamp(now);
-                        fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
+                        crate::fsio::write_atomic(&path(*i), c.replace("{}", &created).as_bytes()).unwrap();
                         // Its missing stamps fall back to its file time: the same in both trees.
                         fs::File::options().write(true).open(path(*i)).unwrap()
                             .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_767_225_600 + step as u64))

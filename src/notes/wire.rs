@@ -456,18 +456,30 @@ fn footers(status: &Status, more: usize, words: &SnapshotWords) -> Vec<String> {
         ));
     }
     for home in &status.homes_unavailable {
-        out.push(format!("{home} could not be read"));
+        if status.homes_symlinked.contains(home) {
+            out.push(format!(
+                "{home} could not be read (home_is_symlink: its directory is a symlink, which is never followed)"
+            ));
+        } else {
+            out.push(format!("{home} could not be read"));
+        }
     }
     out
 }
 
 fn snapshot_data(files: Vec<Value>, more: usize, status: &Status) -> Value {
-    json!({
+    let mut data = json!({
         "files": files,
         "more": more,
         "crumpled_excluded": status.crumpled_excluded,
         "homes_unavailable": status.homes_unavailable,
-    })
+    });
+    // Present only when some home is a symlink: which unavailable homes have the stable code
+    // `home_is_symlink`.
+    if !status.homes_symlinked.is_empty() {
+        data["homes_symlinked"] = json!(status.homes_symlinked);
+    }
+    data
 }
 
 /// How a snapshot counts its rows: `1 note` / `2 notes` and "pass wastebasket to list them",

@@ -388,7 +388,7 @@ fn unexpected_files_inside_homes() {
             put(home, "agents/ann/.lesson.md.abc123.tmp", "torn write");
         },
         &[
-            ("agents/ann/.lesson.md.abc123.tmp", "unexpected_file"),
+            ("agents/ann/.lesson.md.abc123.tmp", "stale_temp_file"),
             ("human/notes.txt", "unexpected_file"),
         ],
     );

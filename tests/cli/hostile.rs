@@ -40,10 +40,7 @@ impl Scratch {
         match verb {
             "dream-fs" | "doctor" | "budget-check" => {}
             _ => {
-                cmd.args(["--session-id", "s1"]);
-                if verb != "boot-render" {
-                    cmd.args(["--project-key", "demo-1a2b3c4d"]);
-                }
+                cmd.args(["--session-id", "s1", "--project-key", "demo-1a2b3c4d"]);
                 cmd.args(["--agent", "ann", "--model", "gpt"]);
             }
         }
@@ -352,4 +349,323 @@ fn over_long_path_segments_are_invalid_addresses_up_front() {
     );
     refused(&out, 1, "invalid_path");
     assert!(tree(&s.notes()).is_empty(), "nothing created");
+}
+
+// ----- 1. listings, boot, doctor and gates never read through a symlinked home ---------------
+
+/// Every home and namespace directory that may be a symlink, as (link path under the notes
+/// root, the label listings report).
+const SYMLINKABLE: &[(&str, &str)] = &[
+    ("human", "@human"),
+    ("agents", "@agents/ann"),
+    ("agents/ann", "@agents/ann"),
+    ("models/gpt", "@models/gpt"),
+    ("project/demo-1a2b3c4d", "@project"),
+    ("pi", "session"),
+    ("pi/session/s1", "session"),
+];
+
+#[test]
+fn a_symlinked_home_or_namespace_is_never_read_through() {
+    for (link, label) in SYMLINKABLE {
+        let s = Scratch::new();
+        let outside = s.path("outside");
+        fs::create_dir_all(&outside).unwrap();
+        // Whatever the link stands for, the outside holds a note that would be found there.
+        let note =
+            "---\norigin: user\nupdatedAt: 2026-01-01T00:00:00.000+00:00\n---\n\nTOPSECRET\n";
+        fs::write(outside.join("a.md"), note).unwrap();
+        fs::write(outside.join("MAP.md"), note).unwrap();
+        for sub in ["ann", "s1", "session/s1"] {
+            fs::create_dir_all(outside.join(sub)).unwrap();
+            fs::write(outside.join(sub).join("a.md"), note).unwrap();
+            fs::write(outside.join(sub).join("MAP.md"), note).unwrap();
+        }
+        let at = s.notes().join(link);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside, &at).unwrap();
+        let before = tree(&outside);
+
+        let listed = s.call("notes-list", "{}");
+        assert_eq!(listed.code, 0, "{link}: {}", listed.stdout);
+        let data = &listed.json()["data"];
+        assert_eq!(data["files"], json!([]), "{link}: {}", listed.stdout);
+        assert!(
+            data["homes_unavailable"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(label)),
+            "{link}: {}",
+            listed.stdout
+        );
+        assert!(
+            data["homes_symlinked"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(label)),
+            "{link}: {}",
+            listed.stdout
+        );
+        let searched = s.call("notes-search", r#"{"query":"TOPSECRET"}"#);
+        assert_eq!(searched.code, 0, "{link}: {}", searched.stdout);
+        assert!(
+            !searched.stdout.contains("TOPSECRET\""),
+            "{link}: {}",
+            searched.stdout
+        );
+        assert_eq!(searched.json()["data"]["files"], json!([]), "{link}");
+        if link.starts_with("agents") {
+            let all = s.call("notes-list", r#"{"pattern":"@agents/*/**"}"#);
+            assert_eq!(
+                all.json()["data"]["files"],
+                json!([]),
+                "{link}: {}",
+                all.stdout
+            );
+            assert!(
+                all.stdout.contains("homes_symlinked"),
+                "{link}: {}",
+                all.stdout
+            );
+        }
+        let boot = s.call("boot-render", "{}");
+        assert_eq!(boot.code, 0, "{link}: {}", boot.stdout);
+        assert!(
+            !boot.stdout.contains("TOPSECRET"),
+            "{link}: {}",
+            boot.stdout
+        );
+        assert!(
+            boot.stdout.contains("home_is_symlink"),
+            "{link}: {}",
+            boot.stdout
+        );
+        let doctor = s.call("doctor", "{}");
+        assert_eq!(doctor.code, 1, "{link}: {}", doctor.stdout);
+        assert!(
+            doctor.stdout.contains("not_a_directory"),
+            "{link}: {}",
+            doctor.stdout
+        );
+        // Writes and reads through it are refused, and nothing outside changed.
+        let address = match *label {
+            "session" => "a".to_owned(),
+            "@agents/ann" => "@self/a".to_owned(),
+            "@models/gpt" => "@model/a".to_owned(),
+            other => format!("{other}/a"),
+        };
+        let read = s.call("notes-read", json!({"address": address}).to_string());
+        refused(&read, 1, "path_escapes_root");
+        let write = s.call(
+            "notes-write",
+            json!({"address": address, "content": "x"}).to_string(),
+        );
+        refused(&write, 1, "path_escapes_root");
+        let jail = s.dream_fs(
+            "write",
+            json!({"path": format!("{link}/b.md"), "content": "x"}),
+        );
+        refused(&jail, 1, "outside_home");
+        assert_eq!(tree(&outside), before, "{link}: nothing outside changed");
+    }
+}
+
+#[test]
+fn a_dangling_symlinked_directory_is_outside_the_home_for_the_jail() {
+    let s = Scratch::new();
+    fs::create_dir_all(s.notes().join("human")).unwrap();
+    std::os::unix::fs::symlink(s.path("nowhere"), s.notes().join("human/dangdir")).unwrap();
+    let out = s.dream_fs(
+        "write",
+        json!({"path": "human/dangdir/x.md", "content": "x"}),
+    );
+    refused(&out, 1, "outside_home");
+    let out = s.call(
+        "notes-write",
+        json!({"address": "@human/dangdir/x", "content": "x"}).to_string(),
+    );
+    refused(&out, 1, "path_escapes_root");
+    assert!(!s.path("nowhere").exists());
+    // The `..` refusal names the notes home, as the absolute-path refusal does.
+    let out = s.dream_fs("write", json!({"path": "human/../../x.md", "content": "x"}));
+    refused(&out, 1, "outside_home");
+    let home = s.notes().display().to_string();
+    assert!(out.stdout.contains(&home), "{}", out.stdout);
+}
+
+// ----- 7. io_error names the operation and the path on stderr ---------------------------------
+
+#[test]
+fn io_errors_name_the_operation_and_the_path_on_stderr() {
+    let s = Scratch::new();
+    fs::remove_dir(s.notes()).unwrap();
+    fs::write(s.notes(), "a file, not a directory").unwrap();
+    let out = s.call(
+        "notes-write",
+        json!({"address": "@human/x", "content": "x"}).to_string(),
+    );
+    refused(&out, 70, "io_error");
+    let notes = s.notes().display().to_string();
+    assert!(
+        !out.stdout.contains(&notes),
+        "the envelope stays path-free: {}",
+        out.stdout
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&notes) && out.stderr.contains("create"),
+        "{}",
+        out.stderr
+    );
+    let out = s.call("notes-read", json!({"address": "@human/x"}).to_string());
+    refused(&out, 70, "io_error");
+    assert!(
+        out.stderr.contains(&notes) && out.stderr.contains("open"),
+        "{}",
+        out.stderr
+    );
+}
+
+// ----- 6. stale temp files --------------------------------------------------------------------
+
+#[test]
+fn a_write_sweeps_its_directory_of_our_own_stale_temp_files_and_doctor_reports_them() {
+    let s = Scratch::new();
+    let human = s.notes().join("human");
+    fs::create_dir_all(&human).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 3600);
+    let aged = |name: &str| {
+        fs::write(human.join(name), "torn").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(human.join(name))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    };
+    aged(".n1.md.Ab3dE9.tmp");
+    aged(".n2.md.zzzzzz.tmp");
+    aged("keep.tmp");
+    aged(".keep.md.short.tmp");
+    fs::write(human.join(".fresh.md.Q1w2E3.tmp"), "in flight").unwrap();
+    let doctor = s.call("doctor", "{}");
+    let stale = doctor.stdout.matches("stale_temp_file").count();
+    assert!(stale >= 3, "{}", doctor.stdout);
+    let out = s.call(
+        "notes-write",
+        json!({"address": "@human/x", "content": "x"}).to_string(),
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let mut left: Vec<String> = fs::read_dir(&human)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ".fresh.md.Q1w2E3.tmp",
+            ".keep.md.short.tmp",
+            "keep.tmp",
+            "x.md"
+        ]
+    );
+}
+
+// ----- 2. the symlink-swap race ---------------------------------------------------------------
+
+/// Threads swap `human/race` between a real directory and a symlink to an outside directory
+/// while `notes-write` and `dream-fs write` loop into it: nothing may ever land outside.
+#[test]
+fn the_symlink_swap_race_never_writes_outside() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    let s = Scratch::new();
+    let outside = s.path("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let human = s.notes().join("human");
+    fs::create_dir_all(&human).unwrap();
+    let race = human.join("race");
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicUsize::new(0));
+    let swapper = {
+        let (stop, swaps, race, outside, human) = (
+            stop.clone(),
+            swaps.clone(),
+            race.clone(),
+            outside.clone(),
+            human.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                // A real directory (possibly holding notes) is moved aside, a symlink put in
+                // its place, then the real one put back, each step an atomic rename.
+                let aside = human.join(format!(".aside{n}"));
+                let link = human.join(format!(".link{n}"));
+                let _ = std::os::unix::fs::symlink(&outside, &link);
+                if fs::rename(&race, &aside).is_ok() {
+                    let _ = fs::rename(&link, &race);
+                    std::thread::yield_now();
+                    let _ = fs::remove_file(&race);
+                    let _ = fs::rename(&aside, &race);
+                } else {
+                    let _ = fs::create_dir(&race);
+                    let _ = fs::remove_file(&link);
+                }
+                swaps.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let seconds = 10;
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let rounds = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for worker in 0..2 {
+            let (s, rounds) = (&s, &rounds);
+            scope.spawn(move || {
+                let mut i = 0;
+                while Instant::now() < deadline {
+                    i += 1;
+                    let out = if worker == 0 {
+                        s.call(
+                            "notes-write",
+                            json!({"address": format!("@human/race/n{i}"), "content": "x"})
+                                .to_string(),
+                        )
+                    } else {
+                        s.dream_fs(
+                            "write",
+                            json!({"path": format!("human/race/f{i}.md"), "content": "x"}),
+                        )
+                    };
+                    // Written inside, refused, or failed because the directory it opened was
+                    // replaced meanwhile: never a crash, never outside.
+                    assert!(
+                        [0, 1, 70].contains(&out.code),
+                        "a race is refused, never a crash: {}",
+                        out.stdout
+                    );
+                    rounds.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    let outside_files = tree(&outside);
+    eprintln!(
+        "symlink-swap race: {seconds} s, {} write rounds, {} swaps, {} files outside",
+        rounds.load(Ordering::Relaxed),
+        swaps.load(Ordering::Relaxed),
+        outside_files.len()
+    );
+    assert!(
+        outside_files.is_empty(),
+        "written outside: {outside_files:?}"
+    );
+    assert!(rounds.load(Ordering::Relaxed) > 10);
 }

@@ -138,7 +138,7 @@ fn edit_or_delete_of_a_missing_note_creates_nothing() {
 }
 
 #[test]
-fn symlinked_note_inside_the_home_is_written_through() {
+fn symlinked_note_inside_the_home_is_refused_never_followed() {
     let w = World::new();
     w.write("notes/human/real.md", &note("real", None));
     symlink(
@@ -151,11 +151,11 @@ fn symlinked_note_inside_the_home_is_written_through() {
         "write",
         &json!({"path": "human/alias.md", "content": "via alias\n"}),
     );
-    assert_eq!(out.code, 0, "{}", out.transcript());
-    assert_eq!(out.json()["data"]["target"], "human/real.md");
+    assert_eq!(out.code, 1, "{}", out.transcript());
+    assert_eq!(out.json()["error"]["code"], "outside_home");
     assert_eq!(
         fs::read_to_string(w.home().join("human/real.md")).unwrap(),
-        "via alias\n"
+        note("real", None)
     );
     assert!(
         fs::symlink_metadata(w.home().join("human/alias.md"))
