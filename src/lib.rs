@@ -20,5 +20,8 @@ pub mod history;
 pub mod notes;
 pub mod protocol;
 pub mod session;
+
+#[cfg(test)]
+mod robustness_proptests;
 pub mod window;
 pub mod words;

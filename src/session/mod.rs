@@ -27,6 +27,9 @@
 pub mod index;
 mod skeleton;
 
+#[cfg(test)]
+mod hostile_proptests;
+
 pub use index::{IndexMode, IndexUse};
 
 use std::fs::File;

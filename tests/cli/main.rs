@@ -9,6 +9,7 @@ mod completions;
 mod doctor;
 mod dream;
 mod first_hour;
+mod fuzz;
 mod history;
 mod hostile;
 mod notes;
