@@ -41,6 +41,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('dream', 'dream', [CompletionResultType]::ParameterValue, 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)')
             [CompletionResult]::new('dream-fs', 'dream-fs', [CompletionResultType]::ParameterValue, 'Jailed file operations for the dreamer''s write, edit and delete tools')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check a notes home without changing it')
+            [CompletionResult]::new('sync', 'sync', [CompletionResultType]::ParameterValue, 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -236,6 +237,20 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'pi-context;sync' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing')
+            [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]')
+            [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'The remote branch')
+            [CompletionResult]::new('--agent-dir', '--agent-dir', [CompletionResultType]::ParameterName, 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
+            [CompletionResult]::new('--adopt-remote', '--adopt-remote', [CompletionResultType]::ParameterName, 'Accept a remote that was rewritten (force-pushed, recreated): merge into its line and keep the old line under a tag instead of refusing with remote_rewritten')
+            [CompletionResult]::new('--include-sessions', '--include-sessions', [CompletionResultType]::ParameterName, 'Also sync the session homes pi/session/* (by default they stay on this machine)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'pi-context;completions' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -260,6 +275,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('dream', 'dream', [CompletionResultType]::ParameterValue, 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)')
             [CompletionResult]::new('dream-fs', 'dream-fs', [CompletionResultType]::ParameterValue, 'Jailed file operations for the dreamer''s write, edit and delete tools')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check a notes home without changing it')
+            [CompletionResult]::new('sync', 'sync', [CompletionResultType]::ParameterValue, 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -307,6 +323,9 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;help;doctor' {
+            break
+        }
+        'pi-context;help;sync' {
             break
         }
         'pi-context;help;completions' {

@@ -67,6 +67,9 @@ _pi__context() {
             pi__context,project-key)
                 cmd="pi__context__subcmd__project__subcmd__key"
                 ;;
+            pi__context,sync)
+                cmd="pi__context__subcmd__sync"
+                ;;
             pi__context__subcmd__help,boot-render)
                 cmd="pi__context__subcmd__help__subcmd__boot__subcmd__render"
                 ;;
@@ -118,6 +121,9 @@ _pi__context() {
             pi__context__subcmd__help,project-key)
                 cmd="pi__context__subcmd__help__subcmd__project__subcmd__key"
                 ;;
+            pi__context__subcmd__help,sync)
+                cmd="pi__context__subcmd__help__subcmd__sync"
+                ;;
             *)
                 ;;
         esac
@@ -125,7 +131,7 @@ _pi__context() {
 
     case "${cmd}" in
         pi__context)
-            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help"
+            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor sync completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -339,7 +345,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__help)
-            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor completions help"
+            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor sync completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -577,6 +583,20 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__help__subcmd__project__subcmd__key)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__help__subcmd__sync)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -912,6 +932,40 @@ _pi__context() {
             fi
             case "${prev}" in
                 --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__sync)
+            opts="-h -V --notes-home --remote --branch --adopt-remote --include-sessions --agent-dir --format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --branch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

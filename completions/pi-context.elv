@@ -38,6 +38,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
             cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
             cand doctor 'Check a notes home without changing it'
+            cand sync 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -217,6 +218,19 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'pi-context;sync'= {
+            cand --notes-home 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing'
+            cand --remote 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]'
+            cand --branch 'The remote branch'
+            cand --agent-dir 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`'
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand --adopt-remote 'Accept a remote that was rewritten (force-pushed, recreated): merge into its line and keep the old line under a tag instead of refusing with remote_rewritten'
+            cand --include-sessions 'Also sync the session homes pi/session/* (by default they stay on this machine)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'pi-context;completions'= {
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
@@ -240,6 +254,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
             cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
             cand doctor 'Check a notes home without changing it'
+            cand sync 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -272,6 +287,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
         &'pi-context;help;dream-fs'= {
         }
         &'pi-context;help;doctor'= {
+        }
+        &'pi-context;help;sync'= {
         }
         &'pi-context;help;completions'= {
         }

@@ -20,6 +20,7 @@ pub mod history;
 pub mod notes;
 pub mod protocol;
 pub mod session;
+pub mod sync;
 
 #[cfg(test)]
 mod robustness_proptests;

@@ -247,6 +247,10 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         let Some(stat) = file.stat else {
             continue; // vanished since the directory was read
         };
+        let name = vpath.rsplit('/').next().unwrap_or(&vpath);
+        if crate::sync::tree::is_conflict_name(name) && live_conflict_note(&file)? {
+            home.sync_conflicts.push(format!("{prefix}{vpath}"));
+        }
         let mtime_ms = stat
             .mtime
             .saturating_mul(1000)
@@ -278,6 +282,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         });
     }
     home.note_files += candidates.len();
+    home.sync_conflicts.sort();
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
@@ -365,6 +370,19 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     }
     home.recent = recent;
     Ok(home)
+}
+
+/// Whether a conflict-named file is a live conflict note left by `sync` (only such names
+/// are read, so the cost is one head read per conflict note).
+fn live_conflict_note(file: &NoteFile) -> io::Result<bool> {
+    let mut head = Vec::new();
+    match store::read_head_into(file, &mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let fields = frontmatter::fields_of_bytes(&head);
+    Ok(fields.contains_key(crate::sync::tree::CONFLICT_KEY) && !fields.contains_key("crumpledAt"))
 }
 
 /// The home's top-level `MAP.md` when it is live. `None` when it is crumpled or vanished.

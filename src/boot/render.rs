@@ -108,6 +108,9 @@ pub struct HomeSnapshot {
     pub map: Option<MapNote>,
     /// Why the home could not be read (OS error text for `data`, never shown in the boot).
     pub unavailable: Option<String>,
+    /// Addresses of live sync conflict notes (`*.conflict-*.md` naming their note), sorted:
+    /// the host shows a notice until each is crumpled.
+    pub sync_conflicts: Vec<String>,
 }
 
 /// The closed five-home snapshot one boot is rendered from.

@@ -145,7 +145,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
                 })
         })
         .collect();
-    let notice = (!unavailable.is_empty()).then(|| {
+    let incomplete = (!unavailable.is_empty()).then(|| {
         let labels: Vec<&str> = unavailable.iter().map(|u| u.label).collect();
         format!(
             "pi-context: notes index incomplete: could not open {}; {} can retry after recovery.",
@@ -153,6 +153,25 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
             request.tools.notes_list
         )
     });
+    let sync_conflicts: Vec<&String> = boot::load::LOAD_ORDER
+        .into_iter()
+        .flat_map(|kind| snapshot.home(kind).sync_conflicts.iter())
+        .collect();
+    let conflicts = (!sync_conflicts.is_empty()).then(|| {
+        let shown: Vec<&str> = sync_conflicts.iter().take(3).map(|s| s.as_str()).collect();
+        let more = sync_conflicts.len().saturating_sub(shown.len());
+        format!(
+            "pi-context: {} sync conflict {} to resolve: {}{}; merge each into the note it names, then crumple it.",
+            sync_conflicts.len(),
+            if sync_conflicts.len() == 1 { "note" } else { "notes" },
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        )
+    });
+    let notice = match (incomplete, conflicts) {
+        (Some(a), Some(b)) => Some(format!("{a} {b}")),
+        (a, b) => a.or(b),
+    };
     let data = json!({
         "window_id": windows.current,
         "first_window_id": windows.first,
@@ -167,6 +186,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         "homes": homes,
         "unavailable": unavailable,
         "notice": notice,
+        "sync_conflicts": sync_conflicts,
         "text_chars": text.chars().count(),
         "continuation": boot::continuation(&request.tools),
     });

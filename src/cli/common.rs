@@ -23,6 +23,8 @@ pub enum Exit {
     Internal,
     /// A lock held by another run.
     LockHeld,
+    /// A remote that could not be reached (`sync`): sysexits' EX_UNAVAILABLE.
+    Unavailable,
 }
 
 impl Exit {
@@ -33,6 +35,7 @@ impl Exit {
             Exit::Usage => 2,
             Exit::Internal => 70,
             Exit::LockHeld => 75,
+            Exit::Unavailable => 69,
         }
     }
 }

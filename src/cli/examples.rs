@@ -10,8 +10,9 @@ Exit status:
   0   success, including \"nothing to do\" (a gated dream skip)
   1   a refusal (ok:false on stdout), doctor found issues, or a failed dream
   2   usage error or malformed request
+  69  the remote cannot be reached (sync); try again later
   70  an I/O or internal failure (ok:false on stdout, one `error:` line on stderr)
-  75  a lock held by another run (dream); try again later
+  75  a lock held by another run (dream, sync); try again later
 
 Every request, response, error code and exit code is described in docs/protocol.md of the
 pi-context source. Run `pi-context <command> --help` for a command's request and examples.";
@@ -100,6 +101,11 @@ const EXAMPLES: &[(&str, &str)] = &[
         "doctor",
         "  pi-context --format text doctor </dev/null
   echo '{\"all_issues\":true}' | pi-context doctor | jq -r '.data.issues[] | \"\\(.path): \\(.message)\"'",
+    ),
+    (
+        "sync",
+        "  pi-context --format text sync --remote /mnt/share/notes.git </dev/null
+  pi-context sync </dev/null | jq -r '.data.conflicts[] | \"\\(.path) <- \\(.conflict_path)\"'",
     ),
     (
         "completions",

@@ -14,6 +14,7 @@ pub mod examples;
 pub mod history;
 pub mod notes;
 pub mod project_key;
+pub mod sync;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -67,6 +68,8 @@ pub enum Command {
     DreamFs(dream_fs::Args),
     /// Check a notes home without changing it.
     Doctor(doctor::Args),
+    /// The same notes on every machine: commit, fetch, merge note by note, push (never forced).
+    Sync(sync::Args),
     /// Print a shell completion script.
     Completions(completions::Args),
 }
@@ -125,6 +128,7 @@ pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Command::Dream(args) => dream::run(args, ctx, io),
         Command::DreamFs(args) => dream_fs::run(args, ctx, io),
         Command::Doctor(args) => doctor::run(args, ctx, io),
+        Command::Sync(args) => sync::run(args, ctx, io),
         Command::Completions(args) => completions::run(args, ctx, io),
     }
 }

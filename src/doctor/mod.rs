@@ -99,6 +99,8 @@ pub enum IssueKind {
     ProjectContextUnavailable,
     /// A concrete address whose note does not exist.
     TargetMissing,
+    /// A live conflict note left by `sync` (the other side of a clash, beside its note).
+    SyncConflict,
 }
 
 impl IssueKind {
@@ -129,6 +131,7 @@ impl IssueKind {
             IssueKind::InvalidAddress => "invalid_address",
             IssueKind::ProjectContextUnavailable => "project_context_unavailable",
             IssueKind::TargetMissing => "target_missing",
+            IssueKind::SyncConflict => "sync_conflict",
         }
     }
 }
@@ -187,6 +190,9 @@ pub struct Report {
     /// In traversal order: root entries bytewise-sorted, each home walked depth-first with
     /// entries bytewise-sorted, per file the frontmatter issues before the address issues.
     pub issues: Vec<Issue>,
+    /// The sync state (`None` when the home was never synced). Unpushed commits and an
+    /// unreachable remote are facts, not issues; live conflict notes are issues.
+    pub sync: Option<crate::sync::state::SyncState>,
 }
 
 impl Report {
@@ -239,6 +245,7 @@ pub fn check(home: &Path) -> Report {
         })
         .map(|slot| slot.issue)
         .collect();
+    let sync = crate::sync::state::read(home);
     Report {
         home: home.to_path_buf(),
         counts: Counts {
@@ -246,6 +253,7 @@ pub fn check(home: &Path) -> Report {
             ..counts
         },
         issues,
+        sync: sync.local_head.is_some().then_some(sync),
     }
 }
 
@@ -671,6 +679,23 @@ impl Walk {
         for mut issue in frontmatter::check(&block) {
             issue.path = rel.to_string();
             self.push(issue);
+        }
+        if crate::sync::tree::is_conflict_name(name)
+            && !block.fields.iter().any(|f| f.key == "crumpledAt")
+            && let Some(of) = block
+                .fields
+                .iter()
+                .find(|f| f.key == crate::sync::tree::CONFLICT_KEY)
+        {
+            self.issue(
+                rel,
+                IssueKind::SyncConflict,
+                format!(
+                    "sync conflict: the other machine's version of {}; merge what should stay \
+                     into that note, then crumple this one",
+                    of.value
+                ),
+            );
         }
         let own_project = if root.session {
             block

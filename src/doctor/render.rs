@@ -21,6 +21,9 @@ pub struct Bounded<'a> {
     pub issues_by_kind: BTreeMap<&'static str, usize>,
     pub issues: &'a [Issue],
     pub omitted_issues: usize,
+    /// The sync state, when the home was ever synced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<&'a crate::sync::state::SyncState>,
 }
 
 /// The result data and its text. With `within_budget`, as many issues (in report order) as
@@ -34,6 +37,7 @@ pub fn bound(report: &Report, within_budget: bool) -> (Bounded<'_>, String) {
             issues_by_kind: report.issues_by_kind(),
             issues: &report.issues[..shown],
             omitted_issues: report.issues.len() - shown,
+            sync: report.sync.as_ref(),
         };
         let text = render_text(&data);
         (data, text)
@@ -78,6 +82,22 @@ pub fn render_text(data: &Bounded<'_>) -> String {
             data.home
         ));
     }
+    if let Some(sync) = data.sync {
+        for remote in &sync.remotes {
+            text.push_str(&format!(
+                "\nsync: {} not yet pushed to {} (remote {}); last synced {}",
+                plural(remote.unpushed_commits, "commit", "commits"),
+                remote.branch,
+                remote.key,
+                &remote.last_synced[..12.min(remote.last_synced.len())]
+            ));
+        }
+        if sync.interrupted {
+            text.push_str(
+                "\nsync: an interrupted sync left a merge half applied; the next sync finishes it",
+            );
+        }
+    }
     if data.omitted_issues > 0 {
         text.push_str(&format!(
             "\n{} not listed (output budget); request {{\"all_issues\":true}} to list every issue",
@@ -113,6 +133,7 @@ mod tests {
                 ..Counts::default()
             },
             issues,
+            sync: None,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The Git audit of a dream run, with git2: the notes home is its own repository (created
-//! when absent), `.dream.lock*` is excluded through `.git/info/exclude` (so no tracked
-//! `.gitignore` appears in the notes), and every snapshot stages the whole home (additions,
+//! when absent), the lock and temp files ([`EXCLUDE_LINES`]) are excluded through
+//! `.git/info/exclude` (so no tracked `.gitignore` appears in the notes), and every snapshot stages the whole home (additions,
 //! changes and deletions) and commits only when something is staged, except that a
 //! repository without HEAD always gets its first commit (an empty baseline is still a
 //! baseline). The author is Git's configured identity, else the fixed `pi-context` identity;
@@ -13,8 +13,10 @@ use std::path::Path;
 use chrono::{DateTime, FixedOffset};
 use git2::{IndexAddOption, Repository, Signature, Time};
 
-/// The line added to `.git/info/exclude`.
-pub const EXCLUDE_LINE: &str = super::artifacts::LOCK_FILES_PATTERN;
+/// The lines kept in `.git/info/exclude`: the dream/sync lock and its sidecar, and the temp
+/// files of atomic writes (`.<name>.<random>.tmp`, see `fsio::write_atomic`), so neither a
+/// dream snapshot nor a sync ever commits them.
+pub const EXCLUDE_LINES: [&str; 2] = [super::artifacts::LOCK_FILES_PATTERN, ".*.tmp"];
 /// Identity used when Git has none configured.
 pub const FALLBACK_NAME: &str = "pi-context";
 pub const FALLBACK_EMAIL: &str = "pi-context@localhost";
@@ -80,7 +82,11 @@ fn ensure_excluded(repo: &Repository) -> Result<(), AuditError> {
     let info = repo.path().join("info");
     let exclude = info.join("exclude");
     let current = fs::read_to_string(&exclude).unwrap_or_default();
-    if current.lines().any(|l| l.trim() == EXCLUDE_LINE) {
+    let missing: Vec<&str> = EXCLUDE_LINES
+        .into_iter()
+        .filter(|line| !current.lines().any(|l| l.trim() == *line))
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
     let io = |e: std::io::Error| AuditError(format!("cannot update {}: {e}", exclude.display()));
@@ -95,7 +101,7 @@ fn ensure_excluded(repo: &Repository) -> Result<(), AuditError> {
     } else {
         "\n"
     };
-    writeln!(file, "{sep}{EXCLUDE_LINE}").map_err(io)?;
+    writeln!(file, "{sep}{}", missing.join("\n")).map_err(io)?;
     Ok(())
 }
 
@@ -131,15 +137,7 @@ pub fn snapshot(
         });
     }
     let tree = repo.find_tree(tree_id)?;
-    let time = Time::new(now.timestamp(), now.offset().local_minus_utc() / 60);
-    let signature = match repo.signature() {
-        Ok(configured) => Signature::new(
-            configured.name().unwrap_or(FALLBACK_NAME),
-            configured.email().unwrap_or(FALLBACK_EMAIL),
-            &time,
-        )?,
-        Err(_) => Signature::new(FALLBACK_NAME, FALLBACK_EMAIL, &time)?,
-    };
+    let signature = signature(&repo, now)?;
     let parents: Vec<&git2::Commit> = head.iter().collect();
     let id = repo.commit(
         Some("HEAD"),
@@ -153,6 +151,23 @@ pub fn snapshot(
         commit: id.to_string(),
         created: true,
     })
+}
+
+/// The author and committer of a commit made at `now`: Git's configured identity, else the
+/// fixed `pi-context` one.
+pub fn signature(
+    repo: &Repository,
+    now: DateTime<FixedOffset>,
+) -> Result<Signature<'static>, git2::Error> {
+    let time = Time::new(now.timestamp(), now.offset().local_minus_utc() / 60);
+    match repo.signature() {
+        Ok(configured) => Signature::new(
+            configured.name().unwrap_or(FALLBACK_NAME),
+            configured.email().unwrap_or(FALLBACK_EMAIL),
+            &time,
+        ),
+        Err(_) => Signature::new(FALLBACK_NAME, FALLBACK_EMAIL, &time),
+    }
 }
 
 #[cfg(test)]
@@ -179,9 +194,10 @@ mod tests {
         );
         fs::write(h.join(".dream.lock"), "1 t").unwrap();
         fs::write(h.join(".dream.lock.last-run"), "t").unwrap();
+        fs::write(h.join(".note.md.abc123.tmp"), "half").unwrap();
         assert!(
             !snapshot(h, "dream y", now()).unwrap().created,
-            "lock files are excluded"
+            "lock and temp files are excluded"
         );
         fs::create_dir_all(h.join("human")).unwrap();
         fs::write(h.join("human/a.md"), "a").unwrap();

@@ -68,8 +68,13 @@ impl std::error::Error for LockError {
 /// The sidecar as it was before this run touched it, so a failed run can put it back.
 #[derive(Debug, Clone)]
 enum PriorSidecar {
+    /// The run never touched the sidecar ([`acquire_exclusive`]): nothing to put back.
+    Untouched,
     Absent,
-    Present { bytes: Vec<u8>, mtime: SystemTime },
+    Present {
+        bytes: Vec<u8>,
+        mtime: SystemTime,
+    },
 }
 
 /// A lock this process created. Dropping it without [`HeldLock::release`] or
@@ -102,14 +107,31 @@ pub fn acquire(
     now: SystemTime,
     now_text: &str,
 ) -> Result<HeldLock, LockError> {
+    take(home, pid, token, Some((now, now_text)))
+}
+
+/// Take the same lock without touching the last-run sidecar: for other Git work on the home
+/// (`sync`) that must never run at the same time as a dream, but is not a dream run and must
+/// not move the dream's time gate. Release and fail-release then only remove the lock.
+pub fn acquire_exclusive(home: &Path, pid: u32, token: &str) -> Result<HeldLock, LockError> {
+    take(home, pid, token, None)
+}
+
+fn take(
+    home: &Path,
+    pid: u32,
+    token: &str,
+    sidecar: Option<(SystemTime, &str)>,
+) -> Result<HeldLock, LockError> {
     let lock_path = home.join(LOCK_FILE);
     let sidecar_path = home.join(LAST_RUN_FILE);
-    let prior = match fs::read(&sidecar_path) {
-        Ok(bytes) => match fs::metadata(&sidecar_path).and_then(|m| m.modified()) {
+    let prior = match sidecar.map(|_| fs::read(&sidecar_path)) {
+        None => PriorSidecar::Untouched,
+        Some(Ok(bytes)) => match fs::metadata(&sidecar_path).and_then(|m| m.modified()) {
             Ok(mtime) => PriorSidecar::Present { bytes, mtime },
             Err(_) => PriorSidecar::Absent,
         },
-        Err(_) => PriorSidecar::Absent,
+        Some(Err(_)) => PriorSidecar::Absent,
     };
     let content = format!("{pid} {token}");
     let mut file = match OpenOptions::new()
@@ -150,7 +172,9 @@ pub fn acquire(
             source,
         });
     }
-    let _ = write_sidecar(&held.sidecar_path, now_text.as_bytes(), now);
+    if let Some((now, now_text)) = sidecar {
+        let _ = write_sidecar(&held.sidecar_path, now_text.as_bytes(), now);
+    }
     Ok(held)
 }
 
@@ -201,6 +225,7 @@ impl HeldLock {
             return Ok(());
         }
         match &self.prior {
+            PriorSidecar::Untouched => {}
             PriorSidecar::Absent => match fs::remove_file(&self.sidecar_path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
                 _ => {}
@@ -288,6 +313,29 @@ mod tests {
         drop(held); // dropping counts as failure
         assert_eq!(last_run(home.path()).unwrap(), None);
         assert!(!home.path().join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn exclusive_acquire_shares_the_lock_but_never_touches_the_sidecar() {
+        let home = tempfile::tempdir().unwrap();
+        acquire(home.path(), 1, "a", at(1000), "first")
+            .unwrap()
+            .release()
+            .unwrap();
+        let held = acquire_exclusive(home.path(), 2, "b").unwrap();
+        assert_eq!(
+            acquire(home.path(), 3, "c", at(9000), "x")
+                .unwrap_err()
+                .code(),
+            "lock_held"
+        );
+        assert_eq!(last_run(home.path()).unwrap(), Some(at(1000)));
+        held.fail_release().unwrap();
+        assert!(!home.path().join(LOCK_FILE).exists());
+        assert_eq!(fs::read(home.path().join(LAST_RUN_FILE)).unwrap(), b"first");
+        let held = acquire_exclusive(home.path(), 2, "d").unwrap();
+        held.release().unwrap();
+        assert_eq!(last_run(home.path()).unwrap(), Some(at(1000)));
     }
 
     #[test]

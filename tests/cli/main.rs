@@ -15,3 +15,4 @@ mod hostile;
 mod notes;
 mod notes_cache;
 mod notes_kill;
+mod sync;
