@@ -42,6 +42,7 @@ const IGNORED_ROOT_ENTRIES: &[&str] = &[
     "snapshots",
     "trash",
     artifacts::LAST_RUN_FILE,
+    artifacts::SYNC_GATE_FILE,
 ];
 
 /// The stable machine code of one kind of problem. The wire form is the snake_case name

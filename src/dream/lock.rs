@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// The lock file's and the last-run sidecar's names in the notes home.
-pub use super::artifacts::{LAST_RUN_FILE, LOCK_FILE};
+pub use super::artifacts::{LAST_RUN_FILE, LOCK_FILE, SYNC_GATE_FILE};
 
 /// Why the lock was not taken.
 #[derive(Debug)]
@@ -115,6 +115,68 @@ pub fn acquire(
 /// not move the dream's time gate. Release and fail-release then only remove the lock.
 pub fn acquire_exclusive(home: &Path, pid: u32, token: &str) -> Result<HeldLock, LockError> {
     take(home, pid, token, None)
+}
+
+/// The run lock taken for a sync, with sync's gate held for as long as this value lives.
+#[derive(Debug)]
+pub struct SyncLock {
+    held: HeldLock,
+    // Declared after `held`, so it is closed last: the kernel frees the gate when this file is
+    // closed, including when the process is killed.
+    _gate: File,
+}
+
+impl SyncLock {
+    /// Remove the run lock if it is still ours, then free the gate.
+    pub fn release(self) -> io::Result<()> {
+        self.held.release()
+    }
+}
+
+/// Take the run lock for a sync so that a sync killed at any point never stops later syncs:
+/// first the gate `.dream.lock.sync` (a kernel `flock`, freed by the kernel when its holder dies;
+/// held by another live sync, the answer is `Held`), then, when the run lock holds exactly the
+/// `<pid> <uuid>` the gate recorded, that lock was left by a killed sync (no sync is alive: we hold
+/// the gate) and is removed. A dream's lock never matches the gate and is refused as ever, live
+/// or crashed. The gate records this run's content before the run lock is created.
+pub fn acquire_for_sync(home: &Path, pid: u32, token: &str) -> Result<SyncLock, LockError> {
+    let gate_path = home.join(SYNC_GATE_FILE);
+    let lock_path = home.join(LOCK_FILE);
+    let io_error = |path: &Path, source: io::Error| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let gate = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&gate_path)
+        .map_err(|e| io_error(&gate_path, e))?;
+    match gate.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => return Err(LockError::Held { path: lock_path }),
+        Err(fs::TryLockError::Error(e)) => return Err(io_error(&gate_path, e)),
+    }
+    let recorded = fs::read_to_string(&gate_path).map_err(|e| io_error(&gate_path, e))?;
+    if !recorded.trim().is_empty() {
+        match fs::read_to_string(&lock_path) {
+            Ok(current) if current.trim() == recorded.trim() => match fs::remove_file(&lock_path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(io_error(&lock_path, e));
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let content = format!("{pid} {token}");
+    gate.set_len(0)
+        .and_then(|_| (&gate).write_all(content.as_bytes()))
+        .and_then(|_| gate.sync_all())
+        .map_err(|e| io_error(&gate_path, e))?;
+    let held = acquire_exclusive(home, pid, token)?;
+    Ok(SyncLock { held, _gate: gate })
 }
 
 fn take(
@@ -346,5 +408,39 @@ mod tests {
         held.fail_release().unwrap();
         assert_eq!(fs::read(home.path().join(LOCK_FILE)).unwrap(), b"2 theirs");
         assert_eq!(last_run(home.path()).unwrap(), Some(at(1000)));
+    }
+
+    #[test]
+    fn a_sync_takes_over_the_lock_of_a_killed_sync_but_never_a_dreams() {
+        let home = tempfile::tempdir().unwrap();
+        // A killed sync: its gate records its content and nobody holds the gate.
+        fs::write(home.path().join(SYNC_GATE_FILE), "7 killed").unwrap();
+        fs::write(home.path().join(LOCK_FILE), "7 killed\n").unwrap();
+        let sync = acquire_for_sync(home.path(), 8, "next").unwrap();
+        assert_eq!(fs::read(home.path().join(LOCK_FILE)).unwrap(), b"8 next");
+        // While it lives, another sync and a dream are refused.
+        assert_eq!(
+            acquire_for_sync(home.path(), 9, "other")
+                .unwrap_err()
+                .code(),
+            "lock_held"
+        );
+        assert_eq!(
+            acquire(home.path(), 9, "dream", at(1), "x")
+                .unwrap_err()
+                .code(),
+            "lock_held"
+        );
+        sync.release().unwrap();
+        assert!(!home.path().join(LOCK_FILE).exists());
+        // A dream's lock (live or crashed) never matches the gate: refused, left alone.
+        fs::write(home.path().join(LOCK_FILE), "3 dream").unwrap();
+        assert_eq!(
+            acquire_for_sync(home.path(), 10, "again")
+                .unwrap_err()
+                .code(),
+            "lock_held"
+        );
+        assert_eq!(fs::read(home.path().join(LOCK_FILE)).unwrap(), b"3 dream");
     }
 }

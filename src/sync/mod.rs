@@ -278,7 +278,7 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
             opts.home.display()
         ))
     })?;
-    let held = match lock::acquire_exclusive(opts.home, opts.pid, opts.token) {
+    let held = match lock::acquire_for_sync(opts.home, opts.pid, opts.token) {
         Ok(held) => held,
         Err(lock::LockError::Held { path }) => return Err(SyncError::LockHeld { path }),
         Err(e) => return Err(SyncError::Io(e.to_string())),
