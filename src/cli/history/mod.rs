@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::cli::common::{absolute_from, emit, resolve_cache_dir};
 use crate::cli::{Ctx, Exit, Io};
 use crate::envelope::Reply;
-use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Rendered};
+use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Opened, Rendered};
 
 /// Which session, and which branch of it.
 #[derive(Debug, Clone, clap::Args)]
@@ -72,6 +72,22 @@ impl IndexChoice {
 }
 
 /// Print a domain outcome.
+/// Open the session once, answer from it, and leave it unfreed: this process prints the
+/// answer and exits, and freeing the skeleton and projection of a large session (one
+/// allocation per entry and event) would cost more than the answer itself. Only for the
+/// one-shot CLI process; a long-lived caller uses `crate::history`'s functions, which free.
+pub fn answer_once(
+    path: &std::path::Path,
+    leaf: Option<&str>,
+    index: &IndexMode<'_>,
+    answer: impl FnOnce(&Opened) -> Result<Rendered, HistoryError>,
+) -> Result<Rendered, HistoryError> {
+    let opened = crate::history::open_with(path, leaf, index)?;
+    let rendered = answer(&opened);
+    std::mem::forget(opened);
+    rendered
+}
+
 pub fn finish(
     outcome: Result<Rendered, HistoryError>,
     ctx: &Ctx,

@@ -79,13 +79,20 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::search(
+        crate::history::search_opened(
             &path,
             args.source.leaf.as_deref(),
             &queries,
             &options,
+            true,
             &args.source.index(ctx).mode(),
-        ),
+        )
+        .map(|(rendered, opened)| {
+            // This process exits after printing: freeing the session would only cost time
+            // (see `super::answer_once`).
+            std::mem::forget(opened);
+            rendered
+        }),
         ctx,
         io,
     )
