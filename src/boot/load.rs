@@ -83,7 +83,8 @@ impl Layout {
 }
 
 /// Load all five homes. `opened_at_ms` also stands in for a note's missing or unreadable
-/// `updatedAt` (as the store does with "now").
+/// `updatedAt`; the ranking key `min(updatedAt, mtime)` then is the file time, as the store
+/// dates such a note.
 pub fn load_snapshot(layout: &Layout, opened_at_ms: i64) -> Snapshot {
     load_snapshot_cached(layout, opened_at_ms, None)
 }
@@ -189,7 +190,7 @@ struct Candidate {
 /// The recent rows are ranked by `min(updatedAt, file mtime)`. pi-context takes a note's
 /// `updatedAt` before writing the file, so for every note it wrote the key is `updatedAt` and the
 /// order is the order of `notes-list`; the cap only matters for notes that break that rule (a
-/// hand-written file without `updatedAt`, which the store dates "now", or one dated in the
+/// hand-written file without `updatedAt`, which the store dates by its file time, or one dated in the
 /// future), which rank by their file time instead. Because the key never exceeds the mtime, the
 /// files are read newest mtime first and the walk stops as soon as no unread file can enter
 /// the newest `cap`: a boot reads a few dozen notes instead of the whole home.

@@ -205,7 +205,7 @@ pub fn remaining_text(remaining_tokens: Option<u64>) -> String {
 pub fn reminder_text(left: u64, tools: &ToolNames) -> String {
     format!(
         "<context_window_guidance>\n\
-         Context budget: {left} tokens left before the final warning (a snapshot; {remaining} \
+         Context budget: {left} left before the final warning (a snapshot; {remaining} \
          gives the live count).\n\
          Save what matters now with {notes}: the goal, decisions, current state and next step, \
          and anything that so far lives only in your head. Crumple notes that went stale and \
@@ -213,6 +213,11 @@ pub fn reminder_text(left: u64, tools: &ToolNames) -> String {
          When your notes are ready, call {wipe} to start a fresh window; otherwise carry on and \
          keep them current.\n\
          </context_window_guidance>",
+        left = crate::words::plural(
+            usize::try_from(left).unwrap_or(usize::MAX),
+            "token",
+            "tokens"
+        ),
         remaining = tools.remaining,
         notes = tools.notes,
         wipe = tools.wipe,

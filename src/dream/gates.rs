@@ -112,10 +112,13 @@ pub fn material_gate(changed: u64, min_sessions: u64) -> MaterialGate {
     let ok = changed >= min_sessions;
     MaterialGate {
         ok,
-        reason: if ok {
-            format!("{changed} changed sessions")
-        } else {
-            format!("only {changed} changed sessions")
+        reason: {
+            let count = crate::words::plural(
+                usize::try_from(changed).unwrap_or(usize::MAX),
+                "changed session",
+                "changed sessions",
+            );
+            if ok { count } else { format!("only {count}") }
         },
         changed_sessions: changed,
         min_sessions,
@@ -170,6 +173,7 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         assert_eq!(changed_sessions(empty.path(), None).unwrap(), 0);
         assert_eq!(material_gate(2, 3).reason, "only 2 changed sessions");
+        assert_eq!(material_gate(1, 3).reason, "only 1 changed session");
         assert!(material_gate(3, 3).ok);
     }
 }

@@ -324,8 +324,12 @@ impl Record {
         let mut lines = self.gates.lines();
         let changes = self.changes.clone().unwrap_or_default();
         lines.push(format!(
-            "dreamed: {} changes applied ({} written, {} edited, {} deleted), {} refused",
-            changes.applied, changes.written, changes.edited, changes.deleted, changes.refused
+            "dreamed: {} applied ({} written, {} edited, {} deleted), {} refused",
+            crate::words::plural(changes.applied, "change", "changes"),
+            changes.written,
+            changes.edited,
+            changes.deleted,
+            changes.refused
         ));
         lines.push(format!(
             "commits: baseline {} · dream {}",

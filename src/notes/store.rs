@@ -1,8 +1,10 @@
 //! The store: the operations on notes under one identity (write, read, update, rename, list,
 //! search). Every read-modify-write holds the cross-process lock of the note's physical file
 //! and replaces it atomically; a refusal leaves the tree byte-identical (directories created
-//! for a lock are removed again). Paths that resolve outside the notes root through a symlink
-//! are refused. The caller passes "now"; nothing here reads the clock or the environment.
+//! for a lock are removed again). Every file is reached from the notes root's directory handle
+//! without following a symlink (`crate::confine`): a path through a symlink is refused and a
+//! symlinked home is unavailable to listings. The caller passes "now"; nothing here reads the
+//! clock or the environment.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;

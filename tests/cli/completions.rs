@@ -302,6 +302,16 @@ fn every_subcommand_help_ends_with_examples_and_the_top_level_lists_exit_codes()
                     || l.ends_with(&format!(" {name}"))),
             "{name}: no example runs {name}: {lines:?}"
         );
+        // The examples are shell, not prose: bash must parse them.
+        let out = Command::new("bash")
+            .args(["-n", "-c", examples])
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{name}: its examples do not parse as bash: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
