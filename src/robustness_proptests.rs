@@ -11,7 +11,7 @@ use crate::envelope::Refusal;
 use crate::notes::query::{MAX_PATTERN_BYTES, compile_glob};
 use crate::notes::{Address, Identity, MAX_SEGMENT_BYTES, Query, frontmatter};
 
-/// Cases per property (proptest's default): 7 properties × 256 = 1,792 inputs per run.
+/// Cases per property (proptest's default): 6 properties × 256 = 1,536 inputs per run.
 const CASES: u32 = 256;
 
 /// A request with every field shape the real requests use.

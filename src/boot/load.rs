@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
-use crate::notes::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
+use crate::notes::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
 use crate::notes::store::NoteFile;
@@ -234,8 +234,11 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     let mut files = Vec::new();
     store::walk_files(std::sync::Arc::new(dir), "", true, &mut files)?;
     if let Some(cache) = cache.as_deref_mut() {
-        let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
-        cache.retain_seen(&seen);
+        let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
+        if present < cache.len() {
+            let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+            cache.retain_seen(&seen);
+        }
     }
     let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
@@ -259,13 +262,12 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
             // Ranked from the cached block: exactly what reading its head would give.
             home.note_files += 1;
-            let fields = frontmatter::fields_of_bytes(&entry.prefix);
-            if !fields.contains_key("crumpledAt") {
+            if !entry.facts.boot_crumpled {
                 keep(
                     &mut kept,
                     cap,
                     Found {
-                        updated_at_ms: updated_at_ms(&fields, now_ms).min(mtime_ms),
+                        updated_at_ms: entry.facts.boot_updated_ms.unwrap_or(now_ms).min(mtime_ms),
                         address: format!("{prefix}{vpath}"),
                         file,
                         vpath,
@@ -311,7 +313,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                 candidate.vpath.clone(),
                 CacheEntry {
                     stat: candidate.stat,
-                    prefix: block.into(),
+                    facts: Facts::of_block(block, &candidate.file.dir, &candidate.file.name),
                     chars: None,
                 },
             );
@@ -353,7 +355,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                             f.vpath.clone(),
                             CacheEntry {
                                 stat: f.stat,
-                                prefix: block.into(),
+                                facts: Facts::of_block(block, &f.file.dir, &f.file.name),
                                 chars: Some(chars as u64),
                             },
                         );

@@ -2,8 +2,8 @@
 //!
 //! For every note file of a home it remembers the file's `stat` identity (device, inode, size,
 //! modification and status-change times with nanoseconds) and what listing and boot need from
-//! the file: the bytes of its frontmatter block (from which crumpledness and metadata are parsed
-//! exactly as from the file) and, once known, the code points of its body. A listing or a boot
+//! the file, decoded once from its frontmatter block exactly as they decode it ([`Facts`]), and,
+//! once known, the code points of its body. A listing or a boot
 //! walks and `lstat`s every file but opens only files whose `stat` differs from the entry.
 //!
 //! Layout: `<cache>/notes/<16 hex of SHA-1 of the notes root>/homes/<16 hex of SHA-1 of the home
@@ -27,7 +27,12 @@ use std::hash::Hasher;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, FixedOffset, TimeZone};
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde_json::{Map, Value};
+
+use super::note::{NoteMeta, Origin, parse_stamp};
+use super::{frontmatter, store};
 use sha1::{Digest, Sha1};
 
 /// Entries whose ctime is within this many seconds of the cache file's own modification time
@@ -35,7 +40,7 @@ use sha1::{Digest, Sha1};
 pub const RACY_SECONDS: i64 = 2;
 
 const MAGIC: &[u8; 8] = b"PICTXNMC";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const NO_CHARS: u64 = u64::MAX;
 
 /// The directory of one notes root inside the shared cache directory:
@@ -97,14 +102,67 @@ impl FileStat {
 }
 
 /// What the cache knows about one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub stat: FileStat,
-    /// The file's bytes through the closing fence of its frontmatter block
-    /// (`frontmatter::block_prefix`). Files without such a block are never cached.
-    pub prefix: Box<[u8]>,
+    /// What listing and boot take from the file's frontmatter block.
+    pub facts: Facts,
     /// Code points of the body, when a reader computed them.
     pub chars: Option<u64>,
+}
+
+/// The frontmatter facts of one note file, decoded once from its block (the file's bytes
+/// through the closing fence, `frontmatter::block_prefix`; files without one are never cached).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// Listing's crumpled test (`frontmatter::block_has_key(block, "crumpledAt")`).
+    pub list_crumpled: bool,
+    /// Boot's crumpled test (the block's fields have `crumpledAt`).
+    pub boot_crumpled: bool,
+    /// `updatedAt` as boot ranks it (epoch ms), `None` when it is not a date.
+    pub boot_updated_ms: Option<i64>,
+    /// The listing's metadata (missing stamps already the file time, as listing computes it),
+    /// or `None` when a value could not round-trip exactly (a fractional number): then
+    /// `block` is kept and parsed on use.
+    pub meta: Option<NoteMeta>,
+    /// The block itself, only when `meta` is `None`.
+    pub block: Box<[u8]>,
+}
+
+impl Facts {
+    /// Decode the facts of a note whose frontmatter block is `block` and whose file is `name`
+    /// in `dir` (for the file-time fallback of missing stamps).
+    pub fn of_block(block: &[u8], dir: &crate::confine::Dir, name: &std::ffi::OsStr) -> Facts {
+        let fields = frontmatter::fields_of_bytes(block);
+        let fallback = store::stamp_fallback(&fields, dir, name, epoch());
+        let meta = NoteMeta::from_fields(&fields, fallback);
+        let exact =
+            meta.crumpled_at.as_ref().is_none_or(exact_json) && meta.other.values().all(exact_json);
+        Facts {
+            list_crumpled: frontmatter::block_has_key(block, "crumpledAt"),
+            boot_crumpled: fields.contains_key("crumpledAt"),
+            boot_updated_ms: fields
+                .get("updatedAt")
+                .and_then(parse_stamp)
+                .map(|t| t.timestamp_millis()),
+            block: if exact { Box::default() } else { block.into() },
+            meta: exact.then_some(meta),
+        }
+    }
+}
+
+fn epoch() -> DateTime<FixedOffset> {
+    DateTime::UNIX_EPOCH.fixed_offset()
+}
+
+/// Whether `value` survives JSON text and back bit for bit (no fractional numbers).
+fn exact_json(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        Value::Array(items) => items.iter().all(exact_json),
+        Value::Object(map) => map.values().all(exact_json),
+        _ => true,
+    }
 }
 
 /// The cache of one home, loaded once per command.
@@ -168,6 +226,21 @@ impl HomeCache {
         (entry.stat == *stat && stat.ctime < stamp - RACY_SECONDS).then_some(entry)
     }
 
+    /// Whether the cache has an entry for `vpath` (valid or not).
+    pub fn contains(&self, vpath: &str) -> bool {
+        self.entries.contains_key(vpath)
+    }
+
+    /// How many entries the cache has.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Remember what was read from a file (replacing any entry).
     /// Always marks the cache for saving, also for an unchanged racy entry: a cache file written
     /// later than its tick can trust it.
@@ -218,7 +291,7 @@ fn checksum(bytes: &[u8]) -> u64 {
 fn encode(entries: &FxHashMap<String, Entry>, root: &str, home: &str) -> Vec<u8> {
     let size: usize = entries
         .iter()
-        .map(|(k, e)| k.len() + e.prefix.len() + 80)
+        .map(|(k, e)| k.len() + e.facts.block.len() + 160)
         .sum();
     let mut out = Vec::with_capacity(size + 64 + root.len() + home.len());
     out.extend_from_slice(MAGIC);
@@ -239,11 +312,106 @@ fn encode(entries: &FxHashMap<String, Entry>, root: &str, home: &str) -> Vec<u8>
             out.extend_from_slice(&v.to_le_bytes());
         }
         out.extend_from_slice(&e.chars.unwrap_or(NO_CHARS).to_le_bytes());
-        put_bytes(&mut out, &e.prefix);
+        put_facts(&mut out, &e.facts);
     }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
+}
+
+fn put_facts(out: &mut Vec<u8>, f: &Facts) {
+    let flags = u8::from(f.list_crumpled)
+        | (u8::from(f.boot_crumpled) << 1)
+        | (u8::from(f.boot_updated_ms.is_some()) << 2)
+        | (u8::from(f.meta.is_some()) << 3);
+    out.push(flags);
+    out.extend_from_slice(&f.boot_updated_ms.unwrap_or(0).to_le_bytes());
+    match &f.meta {
+        Some(m) => {
+            out.push(match m.origin {
+                Origin::User => 0,
+                Origin::Myself => 1,
+                Origin::External => 2,
+            });
+            for t in [m.created_at, m.updated_at, m.last_accessed] {
+                out.extend_from_slice(&t.timestamp().to_le_bytes());
+                out.extend_from_slice(&t.timestamp_subsec_nanos().to_le_bytes());
+                out.extend_from_slice(&t.offset().local_minus_utc().to_le_bytes());
+            }
+            out.extend_from_slice(&m.access_count.to_bits().to_le_bytes());
+            let crumpled = m
+                .crumpled_at
+                .as_ref()
+                .map(|v| serde_json::to_vec(v).unwrap_or_default())
+                .unwrap_or_default();
+            put_bytes(out, &crumpled);
+            let other = if m.other.is_empty() {
+                Vec::new()
+            } else {
+                serde_json::to_vec(&m.other).unwrap_or_default()
+            };
+            put_bytes(out, &other);
+        }
+        None => put_bytes(out, &f.block),
+    }
+}
+
+fn get_facts(c: &mut Cursor<'_>) -> Option<Facts> {
+    let flags = c.take(1)?[0];
+    let updated = c.i64()?;
+    let meta = if flags & 8 != 0 {
+        let origin = match c.take(1)?[0] {
+            0 => Origin::User,
+            1 => Origin::Myself,
+            2 => Origin::External,
+            _ => return None,
+        };
+        let mut stamps = [epoch(); 3];
+        for stamp in &mut stamps {
+            let secs = c.i64()?;
+            let nanos = u32::from_le_bytes(c.take(4)?.try_into().ok()?);
+            let offset = i32::from_le_bytes(c.take(4)?.try_into().ok()?);
+            let offset = FixedOffset::east_opt(offset)?;
+            let utc = DateTime::from_timestamp(secs, nanos)?;
+            *stamp = offset.from_utc_datetime(&utc.naive_utc());
+        }
+        let access_count = f64::from_bits(c.u64()?);
+        let crumpled = c.bytes()?;
+        let crumpled_at = if crumpled.is_empty() {
+            None
+        } else {
+            Some(serde_json::from_slice::<Value>(crumpled).ok()?)
+        };
+        let other = c.bytes()?;
+        let other = if other.is_empty() {
+            Map::new()
+        } else {
+            serde_json::from_slice::<Map<String, Value>>(other).ok()?
+        };
+        Some(NoteMeta {
+            origin,
+            created_at: stamps[0],
+            updated_at: stamps[1],
+            last_accessed: stamps[2],
+            access_count,
+            crumpled_at,
+            other,
+        })
+    } else {
+        None
+    };
+    let block = if meta.is_none() {
+        c.bytes()?.into()
+    } else {
+        Box::default()
+    };
+    Some(Facts {
+        list_crumpled: flags & 1 != 0,
+        boot_crumpled: flags & 2 != 0,
+        boot_updated_ms: (flags & 4 != 0).then_some(updated),
+        meta,
+        block,
+    })
 }
 
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -305,12 +473,12 @@ fn decode(bytes: &[u8], root: &str, home: &str) -> Option<FxHashMap<String, Entr
             ctime_nsec: c.i64()?,
         };
         let chars = c.u64()?;
-        let prefix = c.bytes()?.into();
+        let facts = get_facts(&mut c)?;
         entries.insert(
             key,
             Entry {
                 stat,
-                prefix,
+                facts,
                 chars: (chars != NO_CHARS).then_some(chars),
             },
         );
@@ -336,7 +504,17 @@ mod tests {
                 ctime: 7,
                 ctime_nsec: 8,
             },
-            prefix: b"---\nx: 1\n---\n".to_vec().into(),
+            facts: Facts::of_block(
+                if n.is_multiple_of(3) {
+                    b"---\nupdatedAt: 2026-01-01T00:00:00.000+02:00\nx: 1.5\n---\n"
+                } else {
+                    b"---\ncrumpledAt: x\nupdatedAt: 2026-01-01T00:00:00.123456+02:00\nproject: [1, \"a\"]\n---\n"
+                },
+                &crate::confine::Dir::open_root(Path::new("/"))
+                    .unwrap()
+                    .unwrap(),
+                std::ffi::OsStr::new("no-such-note.md"),
+            ),
             chars: n.is_multiple_of(2).then_some(n),
         }
     }

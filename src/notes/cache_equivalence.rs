@@ -27,7 +27,8 @@ fn content(kind: u8, stamp: u8, filler: usize) -> String {
     let body = "body text ".repeat(filler);
     match kind % 7 {
         0 => format!(
-            "---\norigin: self\ncreatedAt: {updated}\nupdatedAt: {updated}\nlastAccessed: {updated}\naccessCount: 0\n---\n\n{body}"
+            "---\norigin: self\ncreatedAt: {}\nupdatedAt: {updated}\nlastAccessed: {updated}\naccessCount: 0\n---\n\n{body}",
+            updated.replace("+00:00", "-05:30")
         ),
         1 => {
             format!("---\norigin: user\ncrumpledAt: {updated}\nupdatedAt: {updated}\n---\n\n{body}")
@@ -38,7 +39,10 @@ fn content(kind: u8, stamp: u8, filler: usize) -> String {
             "---\nupdatedAt: {updated}\nbig: \"{}\"\n---\n\n{body}é",
             "z".repeat(5000)
         ),
-        5 => format!("---\nextra: [1, 2.5]\nupdatedAt: {updated}\n---\n\n{body}"),
+        5 => format!(
+            "---\nextra: [1, 2.5]\nupdatedAt: {}\n---\n\n{body}",
+            updated.replace("+00:00", "+02:00")
+        ),
         _ => format!("---\nupdatedAt: not a date\n---\n\n{body}😀"),
     }
 }

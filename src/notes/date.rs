@@ -16,7 +16,9 @@ use std::sync::LazyLock;
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveTime};
 use regex::Regex;
 
-/// Parse one metadata value as a date (surrounding whitespace ignored).
+/// Parse one metadata value as a date (surrounding whitespace ignored). Digits are ASCII
+/// `0-9` (a Unicode `\d` compiles to a regex some hundred times larger, built on every
+/// command that reads a date, and accepted non-ASCII digits the fields then rejected).
 ///
 /// ```
 /// use pi_context::notes::date::parse_date;
@@ -34,7 +36,7 @@ use regex::Regex;
 pub fn parse_date(value: &str) -> Option<DateTime<FixedOffset>> {
     static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
-            r"^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|([+-])(\d{2})(?::?(\d{2}))?)?)?$",
+            r"^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?([Zz]|([+-])([0-9]{2})(?::?([0-9]{2}))?)?)?$",
         )
         .expect("the date grammar is a valid regex because it is a constant")
     });

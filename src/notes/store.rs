@@ -16,7 +16,7 @@ use chrono::{DateTime, FixedOffset};
 
 use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
-use super::cache::{Entry as CacheEntry, FileStat, HomeCache, root_cache_dir};
+use super::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
@@ -697,10 +697,8 @@ impl Store {
         // Listings use the metadata cache (one per home); a search reads whole files anyway.
         let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
         let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
-        let mut seen: Vec<Vec<String>> = Vec::with_capacity(homes.len());
         for (index, home) in homes.iter().enumerate() {
             caches.push(None);
-            seen.push(Vec::new());
             let home = match home {
                 Ok(home) => home,
                 Err((label, symlink)) => {
@@ -729,8 +727,15 @@ impl Store {
                 continue;
             }
             if use_cache && let Some(cache_dir) = &self.cache {
-                caches[index] = Some(HomeCache::load(cache_dir, &self.identity.root, &dir));
-                seen[index] = files.iter().map(|f| f.rel.clone()).collect();
+                let mut cache = HomeCache::load(cache_dir, &self.identity.root, &dir);
+                // Forget files that are gone (only when some are: no set is built otherwise).
+                let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
+                if present < cache.len() {
+                    let seen: rustc_hash::FxHashSet<&str> =
+                        files.iter().map(|f| f.rel.as_str()).collect();
+                    cache.retain_seen(&seen);
+                }
+                caches[index] = Some(cache);
             }
             for file in files {
                 if use_cache && file.stat.is_none() {
@@ -756,7 +761,7 @@ impl Store {
         let outcomes = process_parallel(&candidates, |candidate, buf| {
             examine(candidate, buf, &plan, scan, caches[candidate.home].as_ref())
         });
-        let mut learned: Vec<(usize, String, CacheEntry)> = Vec::new();
+        let mut learned: Vec<(usize, String, Box<CacheEntry>)> = Vec::new();
         let outcomes: Vec<Examined> = outcomes
             .into_iter()
             .zip(&candidates)
@@ -769,16 +774,13 @@ impl Store {
             .collect();
         for (home, rel, entry) in learned {
             if let Some(cache) = caches[home].as_mut() {
-                cache.insert(rel, entry);
+                cache.insert(rel, *entry);
             }
         }
         for (index, cache) in caches.iter_mut().enumerate() {
             if let Some(cache) = cache
                 && !home_failed[index]
             {
-                let seen: rustc_hash::FxHashSet<&str> =
-                    seen[index].iter().map(String::as_str).collect();
-                cache.retain_seen(&seen);
                 cache.save();
             }
         }
@@ -953,25 +955,40 @@ fn examine(
     plan: &Plan,
     scan: &Scan,
     cache: Option<&HomeCache>,
-) -> (Examined, Option<CacheEntry>) {
+) -> (Examined, Option<Box<CacheEntry>>) {
     // The walk took the stat before anything is read: a file replaced in between is cached
     // under its older stat, which no longer matches next time.
     let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
         return (examine_bytes(candidate, buf, plan, scan, None), None);
     };
     if let Some(entry) = cache.get(&candidate.rel, &stat) {
-        return (
-            examine_bytes(candidate, buf, plan, scan, Some(&entry.prefix)),
-            None,
-        );
+        let facts = &entry.facts;
+        let Some(meta) = &facts.meta else {
+            return (
+                examine_bytes(candidate, buf, plan, scan, Some(&facts.block)),
+                None,
+            );
+        };
+        let outcome = if facts.list_crumpled != plan.wastebasket {
+            if facts.list_crumpled {
+                Examined::Crumpled
+            } else {
+                Examined::Skip
+            }
+        } else {
+            Examined::Hit(Box::new(meta.clone()), None)
+        };
+        return (outcome, None);
     }
     let outcome = examine_bytes(candidate, buf, plan, scan, None);
     let learned = match outcome {
         Examined::Failed | Examined::Skip if buf.is_empty() => None,
-        _ => frontmatter::block_prefix(buf).map(|prefix| CacheEntry {
-            stat,
-            prefix: prefix.into(),
-            chars: None,
+        _ => frontmatter::block_prefix(buf).map(|block| {
+            Box::new(CacheEntry {
+                stat,
+                facts: Facts::of_block(block, &candidate.file.dir, &candidate.file.name),
+                chars: None,
+            })
         }),
     };
     (outcome, learned)
@@ -1397,7 +1414,7 @@ fn parse_note_at(raw: &str, place: &Place, now: DateTime<FixedOffset>) -> (NoteM
 /// modification time (in `otherwise`'s offset), or `otherwise` when the file cannot be
 /// stat'ed. The stat happens only when some timestamp needs it, so well-formed notes cost
 /// nothing extra.
-fn stamp_fallback(
+pub(crate) fn stamp_fallback(
     fields: &serde_json::Map<String, serde_json::Value>,
     dir: &Dir,
     name: &OsStr,

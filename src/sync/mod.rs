@@ -263,6 +263,15 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
     if opts.branch.is_empty() || !git2::Reference::is_valid_name(&full) {
         return Err(SyncError::InvalidBranch(opts.branch.to_string()));
     }
+    // Name the remote before anything is created, so a refusal leaves the home as it was.
+    let existing = if opts.home.join(".git").is_dir() {
+        Repository::open(opts.home).ok()
+    } else {
+        None
+    };
+    let remote = remote::resolve(existing.as_ref(), opts.remote)?;
+    remote::check_transport(&remote.url)?;
+    drop(existing);
     fs::create_dir_all(opts.home).map_err(|e| {
         SyncError::Io(format!(
             "cannot create the notes home {}: {e}",
@@ -274,7 +283,7 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
         Err(lock::LockError::Held { path }) => return Err(SyncError::LockHeld { path }),
         Err(e) => return Err(SyncError::Io(e.to_string())),
     };
-    let result = run_locked(opts);
+    let result = run_locked(opts, remote);
     // Sync never touches the dream's sidecar, so both releases only remove the lock.
     let _ = held.release();
     result
@@ -368,11 +377,9 @@ struct Run<'r, 'o> {
     outcome: Outcome,
 }
 
-fn run_locked(opts: &Options) -> Result<Outcome, SyncError> {
+fn run_locked(opts: &Options, remote: RemoteInfo) -> Result<Outcome, SyncError> {
     let repo = audit::open_or_init(opts.home).map_err(|e| SyncError::Repository(e.0))?;
     clear_stale_git_locks(&repo);
-    let remote = remote::resolve(&repo, opts.remote)?;
-    remote::check_transport(&remote.url)?;
     let key = remote_key(&remote.url);
     let index = open_index(&repo)?;
     let mut run = Run {
@@ -480,6 +487,9 @@ impl Run<'_, '_> {
     fn commit_local(&mut self) -> Result<Option<Oid>, SyncError> {
         let home = self.opts.home;
         let include = self.opts.include_sessions;
+        if include {
+            self.materialise_carried_sessions()?;
+        }
         // One scan of the home against the index (stat data first, a hash only when the
         // stat differs), refreshing the stat data of unchanged files so the next run need
         // not hash them again.
@@ -511,7 +521,19 @@ impl Run<'_, '_> {
             let regular =
                 present && fs::symlink_metadata(home.join(&path)).is_ok_and(|m| m.is_file());
             if regular {
-                self.index.add_path(Path::new(&path))?;
+                // libgit2 reads the size it stat'ed; a note replaced between the scan and the
+                // read (a `notes-*` write right now) fails that read. Try again, and if the
+                // file keeps changing, leave it for the next run (it stays a local change).
+                let mut added = Err(git2::Error::from_str("not tried"));
+                for _ in 0..3 {
+                    added = self.index.add_path(Path::new(&path));
+                    if added.is_ok() {
+                        break;
+                    }
+                }
+                if added.is_err() && !home.join(&path).exists() {
+                    let _ = self.index.remove_path(Path::new(&path));
+                }
             } else {
                 match self.index.remove_path(Path::new(&path)) {
                     Err(e) if e.code() != git2::ErrorCode::NotFound => return Err(e.into()),
@@ -549,6 +571,45 @@ impl Run<'_, '_> {
         )?;
         self.outcome.local_commit = Some(id.to_string());
         Ok(Some(id))
+    }
+
+    /// Session notes the line carried while this home did not sync sessions were never
+    /// written here: their index entries still have the zero stat data `read_tree` gives.
+    /// Before the first run that syncs sessions, write those that are missing, so they are
+    /// not mistaken for local deletions (at worst a session note deleted here between two
+    /// runs comes back: nothing is lost).
+    fn materialise_carried_sessions(&mut self) -> Result<(), SyncError> {
+        let carried: Vec<(String, Oid)> = self
+            .index
+            .iter()
+            .filter(|e| e.mtime.seconds() == 0 && e.file_size == 0 && e.ctime.seconds() == 0)
+            .filter_map(|e| Some((String::from_utf8(e.path).ok()?, e.id)))
+            .filter(|(path, _)| path.starts_with("pi/session/") && is_synced_path(path, true))
+            .collect();
+        if carried.is_empty() {
+            return Ok(());
+        }
+        let fail = |e: crate::confine::Error| SyncError::Io(e.to_string());
+        let root = crate::confine::Dir::create_root(self.opts.home).map_err(fail)?;
+        let mut created = Vec::new();
+        for (path, id) in carried {
+            let parts: Vec<&str> = path.split('/').collect();
+            let Some((name, dirs)) = parts.split_last() else {
+                continue;
+            };
+            let name = std::ffi::OsStr::new(*name);
+            let Ok(dir) = root.walk_create(dirs, &mut created) else {
+                continue;
+            };
+            let Ok(_lock) = dir.lock(name) else {
+                continue;
+            };
+            if matches!(dir.lstat(name), Ok(None)) {
+                let blob = self.repo.find_blob(id)?;
+                dir.write_atomic(name, blob.content()).map_err(fail)?;
+            }
+        }
+        Ok(())
     }
 
     /// Bring the local line and the remote's tip together; the commit to push (or that both

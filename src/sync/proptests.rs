@@ -200,6 +200,9 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[derive(Default, Debug)]
 struct Tally {
+    lines_written: usize,
+    lines_removed_on_purpose: usize,
+    final_notes: usize,
     syncs: usize,
     merged: usize,
     conflicts: usize,
@@ -284,6 +287,9 @@ fn converge(rounds: &[Round]) -> Result<Tally, TestCaseError> {
             line
         );
     }
+    tally.lines_written = ledger.written.len();
+    tally.lines_removed_on_purpose = ledger.removed.len();
+    tally.final_notes = sa.len();
     Ok(tally)
 }
 

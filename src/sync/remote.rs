@@ -11,11 +11,12 @@ use git2::{AutotagOption, Direction, FetchOptions, Oid, PushOptions, RemoteCallb
 
 use super::{RemoteInfo, SyncError, ref_target};
 
-/// The remote: `spec` names a Git remote of the repository, else it is a URL; no spec means
-/// the remote named `origin`.
-pub fn resolve(repo: &Repository, spec: Option<&str>) -> Result<RemoteInfo, SyncError> {
+/// The remote: `spec` names a Git remote of the repository (when there is one yet), else it
+/// is a URL; no spec means the remote named `origin`.
+pub fn resolve(repo: Option<&Repository>, spec: Option<&str>) -> Result<RemoteInfo, SyncError> {
     let name = spec.unwrap_or("origin");
     if git2::Remote::is_valid_name(name)
+        && let Some(repo) = repo
         && let Ok(remote) = repo.find_remote(name)
         && let Ok(url) = remote.url()
     {

@@ -234,7 +234,7 @@ impl World {
                 "--cwd".into(),
                 d.clone(),
             ],
-            "doctor" => vec!["--notes-home".into(), notes.clone()],
+            "doctor" | "sync" => vec!["--notes-home".into(), notes.clone()],
             c if c.starts_with("dream-fs") => vec!["--notes-home".into(), notes.clone()],
             _ => Vec::new(),
         };
@@ -328,6 +328,8 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         false,
     ),
     ("doctor", r#"{"all_issues":true}"#, false),
+    // Without a remote every sync is refused (no_remote) before anything is created.
+    ("sync", "{}", false),
     (
         "dream-fs write",
         r#"{"path":"human/f.md","content":"x"}"#,

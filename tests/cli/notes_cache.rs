@@ -135,13 +135,21 @@ fn corrupt_altered_truncated_and_foreign_caches_are_rebuilt_never_trusted() {
     type Damage = fn(&[u8], &[u8]) -> Vec<u8>;
     let damages: [(&str, Damage); 5] = [
         // Same length, would change every note's date if it were believed.
+        // Same length, every note's dates a year later: believed, it would change every answer.
         ("altered dates", |bytes, _| {
+            let now = chrono::DateTime::parse_from_rfc3339(crate::support::NOW).unwrap();
+            let year = 365 * 86_400;
             let mut out = bytes.to_vec();
-            let (from, to) = (b"2026-11-30", b"2027-11-30");
-            let mut at = 0;
-            while let Some(i) = out[at..].windows(from.len()).position(|w| w == from) {
-                out[at + i..at + i + from.len()].copy_from_slice(to);
-                at += i + from.len();
+            for (from, to) in [
+                (now.timestamp(), now.timestamp() + year),
+                (now.timestamp_millis(), now.timestamp_millis() + year * 1000),
+            ] {
+                let (from, to) = (from.to_le_bytes(), to.to_le_bytes());
+                let mut at = 0;
+                while let Some(i) = out[at..].windows(8).position(|w| w == from) {
+                    out[at + i..at + i + 8].copy_from_slice(&to);
+                    at += i + 8;
+                }
             }
             out
         }),

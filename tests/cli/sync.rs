@@ -309,6 +309,21 @@ fn lock_files_temp_files_and_session_homes_stay_out_unless_asked() {
     // Without the flag again, the session notes stay as they are on both sides.
     ok(&w.sync("a"));
     assert!(w.home("b").join("pi/session/s1/checkpoint.md").exists());
+
+    // A third machine carries the session notes without writing them; when it opts in
+    // later they are written, not taken for deletions.
+    ok(&w.sync("c"));
+    assert!(!w.home("c").join("pi/session").exists());
+    ok(&w.sync_with("c", &url, &["--include-sessions"]));
+    assert_eq!(
+        w.read("c", "pi/session/s1/checkpoint.md"),
+        note("session only\n")
+    );
+    ok(&w.sync_with("a", &url, &["--include-sessions"]));
+    assert_eq!(
+        w.read("a", "pi/session/s1/checkpoint.md"),
+        note("session only\n")
+    );
 }
 
 #[test]
@@ -336,6 +351,10 @@ fn no_remote_is_refused_and_origin_or_the_setting_is_used() {
     let none = run(cmd, "");
     assert_eq!(none.code, 1, "{}", none.transcript());
     assert_eq!(none.json()["error"]["code"], "no_remote");
+    assert!(
+        !w.home("a").join(".git").exists(),
+        "a refusal creates nothing"
+    );
 
     // Pi's settings name the remote.
     let agent = w.path(".pi/agent");
