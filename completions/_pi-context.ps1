@@ -41,6 +41,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('dream', 'dream', [CompletionResultType]::ParameterValue, 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)')
             [CompletionResult]::new('dream-fs', 'dream-fs', [CompletionResultType]::ParameterValue, 'Jailed file operations for the dreamer''s write, edit and delete tools')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check a notes home without changing it')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve pi-context''s notes (and one Pi session''s history) to an MCP host over stdio')
+            [CompletionResult]::new('claude-hook', 'claude-hook', [CompletionResultType]::ParameterValue, 'Claude Code SessionStart hook: print the boot block as additional context')
             [CompletionResult]::new('sync', 'sync', [CompletionResultType]::ParameterValue, 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -180,6 +182,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('--window-id', '--window-id', [CompletionResultType]::ParameterName, 'The window this boot opens [default: the session''s root window id]')
             [CompletionResult]::new('--previous-window-id', '--previous-window-id', [CompletionResultType]::ParameterName, 'The window active before this one (omit for the root boot)')
             [CompletionResult]::new('--opened-at', '--opened-at', [CompletionResultType]::ParameterName, 'When boot construction began (RFC 3339); every relative age is against it [default: now]')
+            [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Fit the boot text into this many characters (e.g. a host''s context-injection cap): MAP tails and recent-note rows are trimmed visibly; identity and protocol never are')
             [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal')
@@ -237,6 +240,42 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'pi-context;mcp' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'A Pi session file (JSONL): enables history_windows, history_list, history_read and history_search over it (never modified)')
+            [CompletionResult]::new('--leaf', '--leaf', [CompletionResultType]::ParameterName, 'With --session: entry id of the leaf whose path is the active branch [default: the file''s last entry]')
+            [CompletionResult]::new('--host-state', '--host-state', [CompletionResultType]::ParameterName, 'Directory where a host hook records the host''s current session (`claude-hook`): each call reads `<DIR>/<parent pid>.json` and, when present, its `session_id` names the session home (it follows /clear; --session-id is only the fallback)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
+            [CompletionResult]::new('--no-cache', '--no-cache', [CompletionResultType]::ParameterName, 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal')
+            [CompletionResult]::new('--no-index', '--no-index', [CompletionResultType]::ParameterName, 'With --session: read the whole file instead of using the session index')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'pi-context;claude-hook' {
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
+            [CompletionResult]::new('--session-id', '--session-id', [CompletionResultType]::ParameterName, 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home')
+            [CompletionResult]::new('--cwd', '--cwd', [CompletionResultType]::ParameterName, 'Directory whose repository names the project home [default: the working directory]')
+            [CompletionResult]::new('--project-key', '--project-key', [CompletionResultType]::ParameterName, 'Use this project key instead of deriving one from --cwd')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]')
+            [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model id; the slug of the part after the last "/" names @model/ [default: default]')
+            [CompletionResult]::new('--host-state', '--host-state', [CompletionResultType]::ParameterName, 'Directory shared with `pi-context mcp --host-state`: the current session is written to `<DIR>/<parent pid>.json`')
+            [CompletionResult]::new('--max-chars', '--max-chars', [CompletionResultType]::ParameterName, 'Character budget of the boot block (Claude Code caps hook output at 10,000)')
+            [CompletionResult]::new('--tool-prefix', '--tool-prefix', [CompletionResultType]::ParameterName, 'Prefix of the MCP tool names the boot refers to')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'pi-context;sync' {
             [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing')
             [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]')
@@ -275,6 +314,8 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             [CompletionResult]::new('dream', 'dream', [CompletionResultType]::ParameterValue, 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)')
             [CompletionResult]::new('dream-fs', 'dream-fs', [CompletionResultType]::ParameterValue, 'Jailed file operations for the dreamer''s write, edit and delete tools')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check a notes home without changing it')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve pi-context''s notes (and one Pi session''s history) to an MCP host over stdio')
+            [CompletionResult]::new('claude-hook', 'claude-hook', [CompletionResultType]::ParameterValue, 'Claude Code SessionStart hook: print the boot block as additional context')
             [CompletionResult]::new('sync', 'sync', [CompletionResultType]::ParameterValue, 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -323,6 +364,12 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;help;doctor' {
+            break
+        }
+        'pi-context;help;mcp' {
+            break
+        }
+        'pi-context;help;claude-hook' {
             break
         }
         'pi-context;help;sync' {

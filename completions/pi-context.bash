@@ -22,6 +22,9 @@ _pi__context() {
             pi__context,budget-check)
                 cmd="pi__context__subcmd__budget__subcmd__check"
                 ;;
+            pi__context,claude-hook)
+                cmd="pi__context__subcmd__claude__subcmd__hook"
+                ;;
             pi__context,completions)
                 cmd="pi__context__subcmd__completions"
                 ;;
@@ -48,6 +51,9 @@ _pi__context() {
                 ;;
             pi__context,history-windows)
                 cmd="pi__context__subcmd__history__subcmd__windows"
+                ;;
+            pi__context,mcp)
+                cmd="pi__context__subcmd__mcp"
                 ;;
             pi__context,notes-list)
                 cmd="pi__context__subcmd__notes__subcmd__list"
@@ -76,6 +82,9 @@ _pi__context() {
             pi__context__subcmd__help,budget-check)
                 cmd="pi__context__subcmd__help__subcmd__budget__subcmd__check"
                 ;;
+            pi__context__subcmd__help,claude-hook)
+                cmd="pi__context__subcmd__help__subcmd__claude__subcmd__hook"
+                ;;
             pi__context__subcmd__help,completions)
                 cmd="pi__context__subcmd__help__subcmd__completions"
                 ;;
@@ -102,6 +111,9 @@ _pi__context() {
                 ;;
             pi__context__subcmd__help,history-windows)
                 cmd="pi__context__subcmd__help__subcmd__history__subcmd__windows"
+                ;;
+            pi__context__subcmd__help,mcp)
+                cmd="pi__context__subcmd__help__subcmd__mcp"
                 ;;
             pi__context__subcmd__help,notes-list)
                 cmd="pi__context__subcmd__help__subcmd__notes__subcmd__list"
@@ -131,7 +143,7 @@ _pi__context() {
 
     case "${cmd}" in
         pi__context)
-            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor sync completions help"
+            opts="-h -V --format --help --version notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor mcp claude-hook sync completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -149,7 +161,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__boot__subcmd__render)
-            opts="-h -V --notes-home --cwd --project-key --agent --model --no-cache --window-id --previous-window-id --opened-at --session-id --format --help --version"
+            opts="-h -V --notes-home --cwd --project-key --agent --model --no-cache --window-id --previous-window-id --opened-at --max-chars --session-id --format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -187,6 +199,10 @@ _pi__context() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --max-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --session-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -218,6 +234,60 @@ _pi__context() {
                     return 0
                     ;;
                 --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__claude__subcmd__hook)
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --host-state --max-chars --tool-prefix --format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host-state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-chars)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-prefix)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -345,7 +415,7 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__help)
-            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor sync completions help"
+            opts="notes-write notes-read notes-update notes-list notes-search project-key history-windows history-list history-read history-search boot-render budget-check dream dream-fs doctor mcp claude-hook sync completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -373,6 +443,20 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__help__subcmd__budget__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__help__subcmd__claude__subcmd__hook)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -499,6 +583,20 @@ _pi__context() {
             return 0
             ;;
         pi__context__subcmd__help__subcmd__history__subcmd__windows)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -700,6 +798,60 @@ _pi__context() {
                     return 0
                     ;;
                 --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "json text both" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        pi__context__subcmd__mcp)
+            opts="-h -V --notes-home --session-id --cwd --project-key --agent --model --no-cache --session --leaf --no-index --host-state --format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --notes-home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cwd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --project-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --leaf)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --host-state)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

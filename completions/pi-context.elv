@@ -38,6 +38,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
             cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
             cand doctor 'Check a notes home without changing it'
+            cand mcp 'Serve pi-context''s notes (and one Pi session''s history) to an MCP host over stdio'
+            cand claude-hook 'Claude Code SessionStart hook: print the boot block as additional context'
             cand sync 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -166,6 +168,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --window-id 'The window this boot opens [default: the session''s root window id]'
             cand --previous-window-id 'The window active before this one (omit for the root boot)'
             cand --opened-at 'When boot construction began (RFC 3339); every relative age is against it [default: now]'
+            cand --max-chars 'Fit the boot text into this many characters (e.g. a host''s context-injection cap): MAP tails and recent-note rows are trimmed visibly; identity and protocol never are'
             cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand --no-cache 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
@@ -218,6 +221,40 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'pi-context;mcp'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
+            cand --session 'A Pi session file (JSONL): enables history_windows, history_list, history_read and history_search over it (never modified)'
+            cand --leaf 'With --session: entry id of the leaf whose path is the active branch [default: the file''s last entry]'
+            cand --host-state 'Directory where a host hook records the host''s current session (`claude-hook`): each call reads `<DIR>/<parent pid>.json` and, when present, its `session_id` names the session home (it follows /clear; --session-id is only the fallback)'
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand --no-cache 'Work without the cache directory: read every note file instead of trusting the notes metadata cache (which is neither read nor written); notes-read then writes its access bump into the note itself (durably) instead of the access journal'
+            cand --no-index 'With --session: read the whole file instead of using the session index'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'pi-context;claude-hook'= {
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
+            cand --session-id 'Pi session id: names this session''s home (bare addresses). Without it, bare addresses are refused with `no_session` and listings skip the session home'
+            cand --cwd 'Directory whose repository names the project home [default: the working directory]'
+            cand --project-key 'Use this project key instead of deriving one from --cwd'
+            cand --agent 'Agent name, slugified: names @self/ [default: slug of $PI_NOTES_AGENT when defined, else anonymous]'
+            cand --model 'Model id; the slug of the part after the last "/" names @model/ [default: default]'
+            cand --host-state 'Directory shared with `pi-context mcp --host-state`: the current session is written to `<DIR>/<parent pid>.json`'
+            cand --max-chars 'Character budget of the boot block (Claude Code caps hook output at 10,000)'
+            cand --tool-prefix 'Prefix of the MCP tool names the boot refers to'
+            cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'pi-context;sync'= {
             cand --notes-home 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing'
             cand --remote 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]'
@@ -254,6 +291,8 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand dream 'Consolidate the notes store with a dreamer model (locked, gated, jailed, audited)'
             cand dream-fs 'Jailed file operations for the dreamer''s write, edit and delete tools'
             cand doctor 'Check a notes home without changing it'
+            cand mcp 'Serve pi-context''s notes (and one Pi session''s history) to an MCP host over stdio'
+            cand claude-hook 'Claude Code SessionStart hook: print the boot block as additional context'
             cand sync 'The same notes on every machine: commit, fetch, merge note by note, push (never forced)'
             cand completions 'Print a shell completion script'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -287,6 +326,10 @@ set edit:completion:arg-completer[pi-context] = {|@words|
         &'pi-context;help;dream-fs'= {
         }
         &'pi-context;help;doctor'= {
+        }
+        &'pi-context;help;mcp'= {
+        }
+        &'pi-context;help;claude-hook'= {
         }
         &'pi-context;help;sync'= {
         }

@@ -48,11 +48,13 @@ impl Default for ToolNames {
 
 /// One exact-text replacement `{"oldText", "newText"}`, the shape of Pi's own `edit` tool, as
 /// `notes-update` and `dream-fs edit` take it (each applies its own matching rules).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edit {
+    /// Exact text to find in the body.
     #[serde(rename = "oldText")]
     pub old_text: String,
+    /// Its replacement.
     #[serde(rename = "newText")]
     pub new_text: String,
 }

@@ -8,6 +8,8 @@ import {
 	type AgentBeforeSettleEvent,
 	type AgentToolResult,
 	type BoundaryResult,
+	type ContextEvent,
+	type ContextEventResult,
 	type ExtensionAPI,
 	type ExtensionCommandContext,
 	type ExtensionContext,
@@ -58,7 +60,8 @@ import {
 
 export const EXTENSION_VERSION = "0.1.0";
 
-type Msg = { role: string; customType?: string; details?: unknown; content?: unknown; stopReason?: string; timestamp?: number };
+/** One message of a provider request, as Pi's `context` hooks pass it. */
+type Msg = ContextEvent["messages"][number];
 
 /** Whether a custom message of `customType` lies in the segment of window `windowId`. */
 function windowHas(branch: readonly SessionEntry[], sessionId: string, windowId: string, customType: string): boolean {
@@ -257,7 +260,7 @@ export class Lifecycle {
 	}
 
 	/** `context` hook: stage the reminder, inject the warning and arm the budget close-out. */
-	private async onContext(messages: Msg[], ctx: ExtensionContext): Promise<{ messages: Msg[] } | undefined> {
+	private async onContext(messages: Msg[], ctx: ExtensionContext): Promise<ContextEventResult | undefined> {
 		if (!this.s.active || !this.s.enabled) return undefined;
 		const sm = ctx.sessionManager;
 		const sessionId = sm.getSessionId();
@@ -276,7 +279,7 @@ export class Lifecycle {
 		if (budget.warningText) {
 			delete this.s.staged.guidance;
 			this.s.staged.warning = { windowId, content: budget.warningText };
-			const warning = { role: "custom", customType: WARNING, content: budget.warningText, display: false, timestamp: Date.now() };
+			const warning: Msg = { role: "custom", customType: WARNING, content: budget.warningText, display: false, timestamp: Date.now() };
 			return { messages: [...messages, warning] };
 		}
 		if (budget.reminderText) this.s.staged.guidance = { windowId, content: budget.reminderText };
@@ -285,7 +288,7 @@ export class Lifecycle {
 
 	// ---- provider projection (docs/spec/reset-lifecycle.md §10, §7.4) -----------------------------------
 
-	private onContextWithSystem(messages: Msg[], ctx: ExtensionContext): { messages: Msg[] } | undefined {
+	private onContextWithSystem(messages: Msg[], ctx: ExtensionContext): ContextEventResult | undefined {
 		if (!this.s.active) return undefined;
 		const sm = ctx.sessionManager;
 		const branch = sm.getBranch();
@@ -518,8 +521,8 @@ export class Lifecycle {
 		pi.on("session_tree", (_e, ctx) => this.start(ctx));
 		pi.on("session_shutdown", () => sessionShutDown(this.s));
 		pi.on("model_select", () => modelSelected(this.s));
-		pi.on("context", (e, ctx) => this.onContext(e.messages as Msg[], ctx) as any);
-		pi.on("context_with_system", (e, ctx) => this.onContextWithSystem(e.messages as Msg[], ctx) as any);
+		pi.on("context", (e, ctx) => this.onContext(e.messages, ctx));
+		pi.on("context_with_system", (e, ctx) => this.onContextWithSystem(e.messages, ctx));
 		pi.on("turn_start", (_e, ctx) => {
 			if (this.s.active) this.flushNotices(ctx, false);
 		});

@@ -1,6 +1,6 @@
 // Test harness: a REAL Pi 1.6.0 AgentSession (SDK route) driven by the scripted faux model, with
 // this extension loaded from TypeScript by Pi's own loader, the real `pi-context` binary, and
-// every path isolated in a temp dir (PI_CODING_AGENT_DIR, PI_NOTES_HOME; never ~/.pi or ~/.agents).
+// every path isolated in a temp dir (PI_CODING_AGENT_DIR, PI_NOTES_HOME, PI_CONTEXT_CACHE_DIR; never ~/.pi, ~/.agents or ~/.cache).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -42,6 +42,8 @@ export function world(settings = {}) {
 	writeFileSync(join(dirs.agentDir, "settings.json"), JSON.stringify(settings));
 	process.env.PI_CODING_AGENT_DIR = dirs.agentDir;
 	process.env.PI_NOTES_HOME = dirs.notesHome;
+	// The binary's caches (history index, notes metadata) stay in the temp world too.
+	process.env.PI_CONTEXT_CACHE_DIR = join(root, "cache");
 	process.env.PI_OFFLINE = "1";
 	process.env.PI_TELEMETRY = "0";
 	process.env.PI_CONTEXT_BIN = BIN;

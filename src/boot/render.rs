@@ -185,10 +185,119 @@ pub fn render(
     snapshot: &Snapshot,
     tools: &ToolNames,
 ) -> String {
+    render_trimmed(identity, windows, snapshot, tools, Trim::NONE)
+}
+
+/// How far the notes index is trimmed to fit a character budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Trim {
+    /// Code points of each MAP body kept (below [`MAP_BOOT_MAX_CHARS`] the MAP tail is
+    /// replaced by a notice naming the MAP).
+    pub map_chars: usize,
+    /// Recent-note rows shown per home (below the home's cap the rest is counted in a
+    /// "… N more" row pointing at the listing tool).
+    pub rows_per_home: usize,
+}
+
+impl Trim {
+    /// No trimming: the caps of the plain boot.
+    pub const NONE: Trim = Trim {
+        map_chars: MAP_BOOT_MAX_CHARS,
+        rows_per_home: usize::MAX,
+    };
+}
+
+/// A boot rendered within a character budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budgeted {
+    pub text: String,
+    /// The trim applied (`Trim::NONE` when the plain boot fits).
+    pub trim: Trim,
+    /// Whether the text fits the budget (false only when identity, protocol and the index
+    /// skeleton alone exceed it: those are never cut).
+    pub fits: bool,
+}
+
+/// The boot block within `max_chars` code points: the plain boot when it fits; else MAP tails
+/// are trimmed first (every MAP to the same length, the longest that fits), then recent-note
+/// rows (every home to the same count). Identity and protocol are never cut.
+pub fn render_within(
+    identity: &BootIdentity,
+    windows: &Windows,
+    snapshot: &Snapshot,
+    tools: &ToolNames,
+    max_chars: usize,
+) -> Budgeted {
+    let attempt = |trim: Trim| render_trimmed(identity, windows, snapshot, tools, trim);
+    let fits = |text: &String| text.chars().count() <= max_chars;
+    let plain = attempt(Trim::NONE);
+    if fits(&plain) {
+        return Budgeted {
+            text: plain,
+            trim: Trim::NONE,
+            fits: true,
+        };
+    }
+    // The largest value in 0..below for which `make` fits (text length grows with it).
+    let largest = |below: usize, make: &dyn Fn(usize) -> Trim| -> Option<(usize, String)> {
+        let first = attempt(make(0));
+        if !fits(&first) {
+            return None;
+        }
+        let (mut lo, mut hi, mut best) = (0, below, first);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let text = attempt(make(mid));
+            if fits(&text) {
+                (lo, best) = (mid, text);
+            } else {
+                hi = mid;
+            }
+        }
+        Some((lo, best))
+    };
+    let by_map = |map_chars| Trim {
+        map_chars,
+        rows_per_home: usize::MAX,
+    };
+    if let Some((map_chars, text)) = largest(MAP_BOOT_MAX_CHARS, &by_map) {
+        return Budgeted {
+            text,
+            trim: by_map(map_chars),
+            fits: true,
+        };
+    }
+    let max_cap = HomeKind::ORDER.iter().map(|k| k.cap()).max().unwrap_or(0);
+    let by_rows = |rows_per_home| Trim {
+        map_chars: 0,
+        rows_per_home,
+    };
+    if let Some((rows, text)) = largest(max_cap, &by_rows) {
+        return Budgeted {
+            text,
+            trim: by_rows(rows),
+            fits: true,
+        };
+    }
+    let trim = by_rows(0);
+    Budgeted {
+        text: attempt(trim),
+        trim,
+        fits: false,
+    }
+}
+
+fn render_trimmed(
+    identity: &BootIdentity,
+    windows: &Windows,
+    snapshot: &Snapshot,
+    tools: &ToolNames,
+    trim: Trim,
+) -> String {
     [
         identity_part(identity, windows),
         protocol(tools),
-        notes_index(identity, snapshot, tools),
+        notes_index(identity, snapshot, tools, trim),
     ]
     .join("\n\n")
 }
@@ -207,7 +316,9 @@ fn identity_part(identity: &BootIdentity, windows: &Windows) -> String {
     lines.join("\n")
 }
 
-/// The recovery protocol: what survives a reset and how to get back to work.
+/// The recovery protocol: what survives a reset and how to get back to work. A binding left
+/// empty drops what it would name: hosts without the history tools (empty `history`) or without
+/// pi-context's reset tools (empty `remaining` / `wipe`) get no sentence about them.
 pub fn protocol(tools: &ToolNames) -> String {
     let ToolNames {
         notes,
@@ -220,15 +331,34 @@ pub fn protocol(tools: &ToolNames) -> String {
         wipe,
         ..
     } = tools;
-    format!(
-        "<context_window_protocol>\n\
-Your memory is wiped when this context window ends: nothing you only hold in your head survives.\n\
-Notes persist. Manage them with {notes}; keep them current as you work and crumple the ones that stop being true.\n\
-History persists too, and you dig it up with {history}: {history_windows} lists the context windows and its window_id scopes {history_list} and {history_search}; both return seqs, and {history_read} with {{\"seq\": n}} returns one item whole. Write down the seqs worth revisiting.\n\
-After a reset, start from your notes (the index below, then the notes it points to) and use the history tools for anything from before the reset that the notes do not hold.\n\
-A good checkpoint note holds the goal, the decisions taken, the current state and blockers, the next step, the method, the skills you still need, and pointers to seqs and notes. Name notes after their subject, never generically (current.md, notes.md).\n\
-{remaining} reports the room left in this window; check it before big work. When it reaches zero your memory is reset at once. Call {wipe} to end the window yourself once your notes are saved.\n\
-Note addresses and who owns each home:\n\
+    let with_history = !history.is_empty();
+    let mut lines = vec![
+        "<context_window_protocol>".to_string(),
+        "Your memory is wiped when this context window ends: nothing you only hold in your head survives.".to_string(),
+        format!("Notes persist. Manage them with {notes}; keep them current as you work and crumple the ones that stop being true."),
+    ];
+    if with_history {
+        lines.push(format!("History persists too, and you dig it up with {history}: {history_windows} lists the context windows and its window_id scopes {history_list} and {history_search}; both return seqs, and {history_read} with {{\"seq\": n}} returns one item whole. Write down the seqs worth revisiting."));
+        lines.push("After a reset, start from your notes (the index below, then the notes it points to) and use the history tools for anything from before the reset that the notes do not hold.".to_string());
+    } else {
+        lines.push(
+            "After a reset, start from your notes (the index below, then the notes it points to)."
+                .to_string(),
+        );
+    }
+    let pointers = if with_history {
+        "pointers to seqs and notes"
+    } else {
+        "pointers to notes"
+    };
+    lines.push(format!("A good checkpoint note holds the goal, the decisions taken, the current state and blockers, the next step, the method, the skills you still need, and {pointers}. Name notes after their subject, never generically (current.md, notes.md)."));
+    match (remaining.is_empty(), wipe.is_empty()) {
+        (false, false) => lines.push(format!("{remaining} reports the room left in this window; check it before big work. When it reaches zero your memory is reset at once. Call {wipe} to end the window yourself once your notes are saved.")),
+        (false, true) => lines.push(format!("{remaining} reports the room left in this window; check it before big work. When it reaches zero your memory is reset at once.")),
+        (true, false) => lines.push(format!("Call {wipe} to end the window yourself once your notes are saved.")),
+        (true, true) => {}
+    }
+    lines.push("Note addresses and who owns each home:\n\
 - bare <vpath>: this session; dies with the session.\n\
 - @project/<vpath>: durable decisions about this project, not a diary.\n\
 - @human/<vpath>: durable guidance about the human you work with.\n\
@@ -236,8 +366,8 @@ Note addresses and who owns each home:\n\
 - @model/<vpath>: the notebook of your current model; it swaps when the model does.\n\
 Any other @ address is invalid. @ addresses name notes, never files: do not pass them to general file tools.\n\
 @project/MAP.md, @human/MAP.md, @self/MAP.md and @model/MAP.md are shown at every wake: keep each one a map of its home's durable notes, one line per note (address and gist).\n\
-</context_window_protocol>"
-    )
+</context_window_protocol>".to_string());
+    lines.join("\n")
 }
 
 /// The continuation a host appends right after the boot of a reset window
@@ -260,10 +390,15 @@ Read the notes that matter for your current task first, then carry on where you 
     )
 }
 
-fn notes_index(identity: &BootIdentity, snapshot: &Snapshot, tools: &ToolNames) -> String {
+fn notes_index(
+    identity: &BootIdentity,
+    snapshot: &Snapshot,
+    tools: &ToolNames,
+    trim: Trim,
+) -> String {
     let sections: Vec<String> = HomeKind::ORDER
         .into_iter()
-        .filter_map(|kind| home_section(kind, identity, snapshot, tools))
+        .filter_map(|kind| home_section(kind, identity, snapshot, tools, trim))
         .collect();
     let body = if sections.is_empty() {
         format!(
@@ -281,6 +416,7 @@ fn home_section(
     identity: &BootIdentity,
     snapshot: &Snapshot,
     tools: &ToolNames,
+    trim: Trim,
 ) -> Option<String> {
     let home = snapshot.home(kind);
     let heading = kind.heading(identity);
@@ -297,10 +433,16 @@ fn home_section(
     }
     let mut parts = vec![heading];
     if let Some(map) = map {
-        parts.push(format!("\u{25cf}  MAP.md\n{}", capped_map(map)));
+        let body = if trim.map_chars < MAP_BOOT_MAX_CHARS {
+            trimmed_map(map, trim.map_chars)
+        } else {
+            capped_map(map)
+        };
+        parts.push(format!("\u{25cf}  MAP.md\n{body}"));
     }
     if !recent.is_empty() {
-        let rows: Vec<String> = recent
+        let shown = recent.len().min(trim.rows_per_home);
+        let mut rows: Vec<String> = recent[..shown]
             .iter()
             .map(|row| {
                 format!(
@@ -311,6 +453,13 @@ fn home_section(
                 )
             })
             .collect();
+        if shown < recent.len() {
+            rows.push(format!(
+                "- \u{2026} {} more: {}",
+                recent.len() - shown,
+                tools.notes_list
+            ));
+        }
         parts.push(format!("\u{25cf}  Recent notes\n{}", rows.join("\n")));
     }
     Some(parts.join("\n\n"))
@@ -325,6 +474,31 @@ fn capped_map(map: &MapNote) -> String {
             &map.body[..cut],
             map.address
         ),
+    }
+}
+
+/// The MAP body trimmed to at most `keep` code points, back to the last whole line, with a
+/// notice counting what was left out and naming the full note.
+fn trimmed_map(map: &MapNote, keep: usize) -> String {
+    let Some((cut, _)) = map.body.char_indices().nth(keep) else {
+        return map.body.clone();
+    };
+    let kept = match map.body[..cut].rfind('\n') {
+        Some(line_end) => &map.body[..line_end],
+        None => "",
+    };
+    let left = map.body[kept.len()..]
+        .trim_start_matches('\n')
+        .chars()
+        .count();
+    let notice = format!(
+        "[\u{2026} {left} more chars of this MAP, trimmed to fit: {}]",
+        map.address
+    );
+    if kept.is_empty() {
+        notice
+    } else {
+        format!("{kept}\n{notice}")
     }
 }
 

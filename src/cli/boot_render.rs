@@ -35,6 +35,10 @@ pub struct Args {
     /// When boot construction began (RFC 3339); every relative age is against it [default: now].
     #[arg(long, value_name = "TIME")]
     pub opened_at: Option<String>,
+    /// Fit the boot text into this many characters (e.g. a host's context-injection cap):
+    /// MAP tails and recent-note rows are trimmed visibly; identity and protocol never are.
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -125,7 +129,31 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         cache_dir.as_deref(),
     );
     let boot_identity = BootIdentity { agent, model };
-    let text = boot::render(&boot_identity, &windows, &snapshot, &request.tools);
+    let (text, budget) = match args.max_chars {
+        None => (
+            boot::render(&boot_identity, &windows, &snapshot, &request.tools),
+            None,
+        ),
+        Some(max_chars) => {
+            let fitted = boot::render::render_within(
+                &boot_identity,
+                &windows,
+                &snapshot,
+                &request.tools,
+                max_chars,
+            );
+            let trimmed = fitted.trim != boot::render::Trim::NONE;
+            let budget = json!({
+                "max_chars": max_chars,
+                "fits": fitted.fits,
+                "trimmed": trimmed,
+                "map_chars": trimmed.then_some(fitted.trim.map_chars),
+                "rows_per_home": (trimmed && fitted.trim.rows_per_home != usize::MAX)
+                    .then_some(fitted.trim.rows_per_home),
+            });
+            (fitted.text, Some(budget))
+        }
+    };
 
     let homes: Vec<HomeReport> = HomeKind::ORDER
         .into_iter()
@@ -172,7 +200,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         (Some(a), Some(b)) => Some(format!("{a} {b}")),
         (a, b) => a.or(b),
     };
-    let data = json!({
+    let mut data = json!({
         "window_id": windows.current,
         "first_window_id": windows.first,
         "previous_window_id": windows.previous,
@@ -190,6 +218,9 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         "text_chars": text.chars().count(),
         "continuation": boot::continuation(&request.tools),
     });
+    if let Some(budget) = budget {
+        data["budget"] = budget;
+    }
     Ok(Reply::ok(data, text))
 }
 

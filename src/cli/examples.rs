@@ -103,6 +103,16 @@ const EXAMPLES: &[(&str, &str)] = &[
   echo '{\"all_issues\":true}' | pi-context doctor | jq -r '.data.issues[] | \"\\(.path): \\(.message)\"'",
     ),
     (
+        "mcp",
+        "  claude mcp add pi-context -- pi-context mcp --agent claude-code   # register with Claude Code
+  pi-context mcp --session ~/.pi/agent/sessions/x/s.jsonl --session-id s1   # + history tools",
+    ),
+    (
+        "claude-hook",
+        "  echo '{\"session_id\":\"s1\",\"cwd\":\"'\"$PWD\"'\"}' | pi-context claude-hook --max-chars 9000
+  pi-context claude-hook --host-state \"$CLAUDE_PLUGIN_DATA/sessions\" --agent claude-code   # in hooks.json",
+    ),
+    (
         "sync",
         "  pi-context --format text sync --remote /mnt/share/notes.git </dev/null
   pi-context sync </dev/null | jq -r '.data.conflicts[] | \"\\(.path) <- \\(.conflict_path)\"'",

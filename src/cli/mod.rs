@@ -5,6 +5,7 @@
 
 pub mod boot_render;
 pub mod budget_check;
+pub mod claude_hook;
 pub mod common;
 pub mod completions;
 pub mod doctor;
@@ -12,8 +13,10 @@ pub mod dream;
 pub mod dream_fs;
 pub mod examples;
 pub mod history;
+pub mod mcp;
 pub mod notes;
 pub mod project_key;
+pub mod schema;
 pub mod sync;
 
 use std::collections::BTreeMap;
@@ -68,6 +71,8 @@ pub enum Command {
     DreamFs(dream_fs::Args),
     /// Check a notes home without changing it.
     Doctor(doctor::Args),
+    Mcp(mcp::Args),
+    ClaudeHook(claude_hook::Args),
     /// The same notes on every machine: commit, fetch, merge note by note, push (never forced).
     Sync(sync::Args),
     /// Print a shell completion script.
@@ -128,8 +133,23 @@ pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         Command::Dream(args) => dream::run(args, ctx, io),
         Command::DreamFs(args) => dream_fs::run(args, ctx, io),
         Command::Doctor(args) => doctor::run(args, ctx, io),
+        Command::Mcp(args) => mcp::run(args, ctx, io),
+        Command::ClaudeHook(args) => claude_hook::run(args, ctx, io),
         Command::Sync(args) => sync::run(args, ctx, io),
         Command::Completions(args) => completions::run(args, ctx, io),
+    }
+}
+
+/// "Now": `PI_CONTEXT_NOW` (RFC 3339) when set, for reproducible tests; otherwise the wall
+/// clock in the local time zone. A long-running command (`mcp`) calls this once per request.
+pub fn resolve_now(env: &BTreeMap<String, String>) -> Result<DateTime<FixedOffset>, String> {
+    match env
+        .get("PI_CONTEXT_NOW")
+        .map(|s| DateTime::parse_from_rfc3339(s))
+    {
+        Some(Ok(fixed)) => Ok(fixed),
+        Some(Err(e)) => Err(format!("PI_CONTEXT_NOW is not an RFC 3339 timestamp: {e}")),
+        None => Ok(chrono::Local::now().fixed_offset()),
     }
 }
 
@@ -151,16 +171,12 @@ pub fn main() -> ExitCode {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    let now = match env
-        .get("PI_CONTEXT_NOW")
-        .map(|s| DateTime::parse_from_rfc3339(s))
-    {
-        Some(Ok(fixed)) => fixed,
-        Some(Err(e)) => {
-            eprintln!("error: PI_CONTEXT_NOW is not an RFC 3339 timestamp: {e}");
+    let now = match resolve_now(&env) {
+        Ok(now) => now,
+        Err(message) => {
+            eprintln!("error: {message}");
             return ExitCode::from(Exit::Usage.code());
         }
-        None => chrono::Local::now().fixed_offset(),
     };
     let ctx = Ctx {
         env,
@@ -170,11 +186,10 @@ pub fn main() -> ExitCode {
     };
     let stderr_is_terminal = std::io::stderr().is_terminal();
     let stdin_is_terminal = std::io::stdin().is_terminal();
-    let (mut stdin, mut stdout, mut stderr) = (
-        std::io::stdin().lock(),
-        std::io::stdout().lock(),
-        std::io::stderr(),
-    );
+    // Unlocked handles (each call locks briefly): `mcp` reads and writes the same streams
+    // from its async runtime, which would deadlock behind a lock held here.
+    let (mut stdin, mut stdout, mut stderr) =
+        (std::io::stdin(), std::io::stdout(), std::io::stderr());
     let mut io = Io {
         stdin: &mut stdin,
         stdout: &mut stdout,

@@ -822,6 +822,30 @@ mod tests {
     }
 
     #[test]
+    fn pending_access_bumps_are_folded_into_the_notes_before_the_baseline() {
+        use crate::notes::{Identity, Store};
+        let home = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let store = Store::new(Identity::new(home.path(), None, "k-1", "ann", "m").unwrap())
+            .with_cache_dir(Some(cache.path()));
+        store.write("@human/n", "body", None, now()).unwrap();
+        store.read("@human/n", now()).unwrap();
+        let note = home.path().join("human/n.md");
+        assert!(
+            std::fs::read_to_string(&note)
+                .unwrap()
+                .contains("accessCount: 0")
+        );
+        let mut stub = Stub::new();
+        let mut with_cache = options(true);
+        with_cache.cache_dir = Some(cache.path().to_path_buf());
+        let outcome = run(home.path(), with_cache, &mut stub, now()).unwrap();
+        assert!(matches!(outcome, DreamOutcome::Ran(_)), "{outcome:?}");
+        let text = std::fs::read_to_string(&note).unwrap();
+        assert!(text.contains("accessCount: 1"), "{text}");
+    }
+
+    #[test]
     fn a_completed_run_counts_the_journal_commits_and_releases() {
         let home = tempfile::tempdir().unwrap();
         let mut stub = Stub::new();

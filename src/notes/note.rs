@@ -13,7 +13,9 @@ use super::frontmatter;
 pub const MAX_NOTE_BYTES: usize = 1_000_000;
 
 /// Who wrote a note's current content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Origin {
     User,

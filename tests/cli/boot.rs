@@ -407,3 +407,96 @@ fn set_mtime(path: &std::path::Path, at: chrono::DateTime<chrono::FixedOffset>) 
         .set_modified(when)
         .unwrap();
 }
+
+/// A store at full caps: four MAPs of 4,096+ code points and more notes than every cap.
+fn full_store() -> Store {
+    let store = Store::new();
+    for (i, home) in ["human", "agent", "model", "project"]
+        .into_iter()
+        .enumerate()
+    {
+        let map: String = (0..200)
+            .map(|n| format!("- @{home}/topic-{n}.md: gist number {n} of home {i}\n"))
+            .collect();
+        store.note(home, "MAP.md", &map, 10);
+    }
+    for home in ["human", "agent", "model", "project", "session"] {
+        for i in 0..8 {
+            store.note(home, &format!("notes/n-{i}.md"), "body", i);
+        }
+    }
+    store
+}
+
+/// The text up to the notes index: identity and protocol, which a budget never cuts.
+fn head(text: &str) -> &str {
+    &text[..text.find("# Your notes").expect("the index heading")]
+}
+
+#[test]
+fn max_chars_trims_maps_to_fit_a_hook_cap_and_keeps_identity_and_protocol() {
+    let store = full_store();
+    let (plain, plain_data) = both(&store, &[]);
+    assert!(plain.chars().count() > 15_000, "a store at full caps");
+    assert!(plain_data.get("budget").is_none());
+    let (text, data) = both(&store, &["--max-chars", "10000"]);
+    let chars = text.chars().count();
+    assert!(chars <= 10_000, "{chars} chars");
+    assert!(chars > 9_000, "the budget is used, not wasted: {chars}");
+    assert_eq!(data["text_chars"], chars);
+    assert_eq!(head(&text), head(&plain));
+    assert_eq!(data["budget"]["fits"], true);
+    assert_eq!(data["budget"]["trimmed"], true);
+    assert!(data["budget"]["map_chars"].as_u64().unwrap() < 4096);
+    for address in [
+        "@human/MAP.md",
+        "@agents/test-agent/MAP.md",
+        "@models/first-model/MAP.md",
+        "@project/MAP.md",
+    ] {
+        let notice = format!("more chars of this MAP, trimmed to fit: {address}]");
+        assert!(text.contains(&notice), "no trim notice for {address}");
+    }
+    // Rows are kept while MAP trimming suffices.
+    assert_eq!(text.matches(" | 4 chars | ").count(), 23);
+}
+
+#[test]
+fn max_chars_at_the_exact_limit() {
+    let store = full_store();
+    let (plain, _) = both(&store, &[]);
+    let full = plain.chars().count();
+    let (same, data) = both(&store, &["--max-chars", &full.to_string()]);
+    assert_eq!(same, plain);
+    assert_eq!(data["budget"]["trimmed"], false);
+    let (cut, data) = both(&store, &["--max-chars", &(full - 1).to_string()]);
+    assert!(cut.chars().count() < full);
+    assert_eq!(data["budget"]["trimmed"], true);
+    assert_eq!(data["budget"]["fits"], true);
+}
+
+#[test]
+fn max_chars_trims_rows_visibly_once_maps_are_gone() {
+    let store = full_store();
+    let (plain, _) = both(&store, &[]);
+    // Room for identity, protocol and a little of the index only.
+    let budget = head(&plain).chars().count() + 900;
+    let (text, data) = both(&store, &["--max-chars", &budget.to_string()]);
+    assert!(text.chars().count() <= budget);
+    assert_eq!(head(&text), head(&plain));
+    assert_eq!(data["budget"]["map_chars"], 0);
+    let rows = data["budget"]["rows_per_home"].as_u64().unwrap();
+    assert!(rows < 5);
+    assert!(text.contains(&format!("- … {} more: notes_list", 5 - rows)));
+    assert!(text.contains("- … "));
+}
+
+#[test]
+fn max_chars_never_cuts_identity_and_protocol() {
+    let store = full_store();
+    let (plain, _) = both(&store, &[]);
+    let (text, data) = both(&store, &["--max-chars", "100"]);
+    assert_eq!(data["budget"]["fits"], false);
+    assert_eq!(head(&text), head(&plain));
+    assert!(!text.contains("topic-0"));
+}

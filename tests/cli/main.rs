@@ -12,6 +12,7 @@ mod first_hour;
 mod fuzz;
 mod history;
 mod hostile;
+mod mcp;
 mod notes;
 mod notes_cache;
 mod notes_kill;

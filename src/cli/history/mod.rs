@@ -148,19 +148,26 @@ pub fn int_field(
 }
 
 /// The filter fields list and search share, as sent.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilterFields {
+    /// Maximum event rows on the page (default 20).
     #[serde(default)]
     pub limit: Option<LooseInt>,
+    /// Only events of these roles (user, assistant, tool, context). Without it, history_list shows the conversation and folds tool and context runs.
+    #[schemars(with = "Option<crate::cli::schema::Roles>")]
     #[serde(default)]
     pub roles: Option<Value>,
+    /// Only events with a seq below this (pass older_before to page back).
     #[serde(default)]
     pub before: Option<LooseInt>,
+    /// Only events with a seq above this (pass newer_after to page forward).
     #[serde(default)]
     pub after: Option<LooseInt>,
+    /// Only events of this context window (ids from history_windows).
     #[serde(default)]
     pub window_id: Option<String>,
+    /// Preview length per event (default 1200).
     #[serde(default)]
     pub max_chars_per_item: Option<LooseInt>,
 }

@@ -19,15 +19,18 @@ pub struct Args {
     pub source: SessionArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
+pub struct Request {
+    /// The event's seq (from history_list or history_search); required.
     #[serde(default)]
-    seq: Option<LooseInt>,
+    pub seq: Option<LooseInt>,
+    /// Start position in characters; negative counts back from the end.
     #[serde(default)]
-    offset_chars: Option<LooseInt>,
+    pub offset_chars: Option<LooseInt>,
+    /// Characters to return (default 12000, at most 50000).
     #[serde(default)]
-    limit_chars: Option<LooseInt>,
+    pub limit_chars: Option<LooseInt>,
 }
 
 fn options(request: &Request) -> Result<ReadOptions, String> {

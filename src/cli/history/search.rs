@@ -20,23 +20,32 @@ pub struct Args {
     pub source: SessionArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
+pub struct Request {
+    /// A literal, or several literals matched as alternatives; case-insensitive, no regex.
+    #[schemars(with = "crate::cli::schema::OneOrMany")]
     #[serde(default)]
-    query: Option<Value>,
+    pub query: Option<Value>,
+    /// Maximum event rows on the page (default 20).
     #[serde(default)]
-    limit: Option<LooseInt>,
+    pub limit: Option<LooseInt>,
+    /// Only events of these roles (user, assistant, tool, context). Without it, history_list shows the conversation and folds tool and context runs.
+    #[schemars(with = "Option<crate::cli::schema::Roles>")]
     #[serde(default)]
-    roles: Option<Value>,
+    pub roles: Option<Value>,
+    /// Only events with a seq below this (pass older_before to page back).
     #[serde(default)]
-    before: Option<LooseInt>,
+    pub before: Option<LooseInt>,
+    /// Only events with a seq above this (pass newer_after to page forward).
     #[serde(default)]
-    after: Option<LooseInt>,
+    pub after: Option<LooseInt>,
+    /// Only events of this context window (ids from history_windows).
     #[serde(default)]
-    window_id: Option<String>,
+    pub window_id: Option<String>,
+    /// Preview length per event (default 1200).
     #[serde(default)]
-    max_chars_per_item: Option<LooseInt>,
+    pub max_chars_per_item: Option<LooseInt>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {

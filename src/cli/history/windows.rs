@@ -16,9 +16,9 @@ pub struct Args {
     pub source: SessionArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {}
+pub struct Request {}
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     if let Err(refusal) = read_request::<Request>(io) {

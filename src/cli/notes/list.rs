@@ -19,19 +19,24 @@ pub struct Args {
     pub cache: CacheArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
+pub struct Request {
+    /// Glob over addresses to narrow the set, e.g. @project/** or *.md.
     #[serde(default)]
-    pattern: Option<String>,
+    pub pattern: Option<String>,
+    /// Only this home: session, project, human, agent or model.
     #[serde(default)]
-    scope: Option<String>,
+    pub scope: Option<String>,
+    /// With scope agent or model: whose home (default: yours).
     #[serde(default)]
-    who: Option<String>,
+    pub who: Option<String>,
+    /// Look at crumpled notes instead of live ones.
     #[serde(default)]
-    wastebasket: Option<bool>,
+    pub wastebasket: Option<bool>,
+    /// At most this many notes.
     #[serde(default)]
-    limit: Option<u64>,
+    pub limit: Option<u64>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {

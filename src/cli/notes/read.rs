@@ -20,14 +20,17 @@ pub struct Args {
     pub cache: CacheArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
-    address: String,
+pub struct Request {
+    /// Note address: a bare path for this session (plan.md), or @project/…, @human/…, @self/…, @model/….
+    pub address: String,
+    /// Start position in characters; negative counts back from the end.
     #[serde(default)]
-    offset_chars: Option<i64>,
+    pub offset_chars: Option<i64>,
+    /// Characters to return (default 12000, at most 50000).
     #[serde(default)]
-    limit_chars: Option<u64>,
+    pub limit_chars: Option<u64>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {

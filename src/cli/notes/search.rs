@@ -20,22 +20,30 @@ pub struct Args {
     pub identity: IdentityArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
-    query: Value,
+pub struct Request {
+    /// A literal, or several literals matched as alternatives; case-insensitive, no regex.
+    #[schemars(with = "crate::cli::schema::OneOrMany")]
+    pub query: Value,
+    /// Glob over addresses to narrow the set, e.g. @project/** or *.md.
     #[serde(default)]
-    pattern: Option<String>,
+    pub pattern: Option<String>,
+    /// Only this home: session, project, human, agent or model.
     #[serde(default)]
-    scope: Option<String>,
+    pub scope: Option<String>,
+    /// With scope agent or model: whose home (default: yours).
     #[serde(default)]
-    who: Option<String>,
+    pub who: Option<String>,
+    /// Look at crumpled notes instead of live ones.
     #[serde(default)]
-    wastebasket: Option<bool>,
+    pub wastebasket: Option<bool>,
+    /// At most this many notes.
     #[serde(default)]
-    limit: Option<u64>,
+    pub limit: Option<u64>,
+    /// At most this many matching lines per note.
     #[serde(default)]
-    max_matches_per_file: Option<u64>,
+    pub max_matches_per_file: Option<u64>,
 }
 
 /// The `query` field as a list of strings. A wrong shape (not a string, an empty array, an

@@ -18,20 +18,26 @@ pub struct Args {
     pub identity: IdentityArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
-    address: String,
+pub struct Request {
+    /// Note address: a bare path for this session (plan.md), or @project/…, @human/…, @self/…, @model/….
+    pub address: String,
+    /// Text replacements, applied in order as one batch (all or none).
     #[serde(default)]
-    edits: Option<Vec<Edit>>,
+    pub edits: Option<Vec<Edit>>,
+    /// Who the content comes from: "self" (you, the default), "user" (the human said it), "external" (a document, a tool, the web).
     #[serde(default)]
-    origin: Option<Origin>,
+    pub origin: Option<Origin>,
+    /// true crumples the note (obsolete), false smooths it back.
     #[serde(default)]
-    crumpled: Option<bool>,
+    pub crumpled: Option<bool>,
+    /// Replace every occurrence of each oldText.
     #[serde(default)]
-    replace_all: Option<bool>,
+    pub replace_all: Option<bool>,
+    /// New address; use alone, without edits, origin, crumpled or replace_all.
     #[serde(default)]
-    rename_to: Option<String>,
+    pub rename_to: Option<String>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {

@@ -17,13 +17,16 @@ pub struct Args {
     pub identity: IdentityArgs,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {
-    address: String,
-    content: String,
+pub struct Request {
+    /// Note address: a bare path for this session (plan.md), or @project/…, @human/…, @self/…, @model/….
+    pub address: String,
+    /// The whole markdown body.
+    pub content: String,
+    /// Who the content comes from: "self" (you, the default), "user" (the human said it), "external" (a document, a tool, the web).
     #[serde(default)]
-    origin: Option<Origin>,
+    pub origin: Option<Origin>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
