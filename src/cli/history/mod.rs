@@ -72,10 +72,7 @@ impl IndexChoice {
 }
 
 /// Print a domain outcome.
-/// Open the session once, answer from it, and leave it unfreed: this process prints the
-/// answer and exits, and freeing the skeleton and projection of a large session (one
-/// allocation per entry and event) would cost more than the answer itself. Only for the
-/// one-shot CLI process; a long-lived caller uses `crate::history`'s functions, which free.
+/// Open the session once and answer from it.
 pub fn answer_once(
     path: &std::path::Path,
     leaf: Option<&str>,
@@ -83,9 +80,7 @@ pub fn answer_once(
     answer: impl FnOnce(&Opened) -> Result<Rendered, HistoryError>,
 ) -> Result<Rendered, HistoryError> {
     let opened = crate::history::open_with(path, leaf, index)?;
-    let rendered = answer(&opened);
-    std::mem::forget(opened);
-    rendered
+    answer(&opened)
 }
 
 pub fn finish(

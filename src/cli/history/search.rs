@@ -96,12 +96,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             true,
             &args.source.index(ctx).mode(),
         )
-        .map(|(rendered, opened)| {
-            // This process exits after printing: freeing the session would only cost time
-            // (see `super::answer_once`).
-            std::mem::forget(opened);
-            rendered
-        }),
+        .map(|(rendered, _)| rendered),
         ctx,
         io,
     )
