@@ -27,7 +27,9 @@
 //! fragments it holds and an event is a candidate when, for some query, the union over its
 //! lines holds every usable fragment of that query.
 
+use memchr::memmem;
 use regex::{Regex, RegexBuilder, bytes};
+use std::sync::LazyLock;
 
 /// Characters that end a fragment: whitespace, controls and the characters that JSON escapes
 /// or that the document generator writes around copied text.
@@ -235,13 +237,17 @@ impl Prefilter {
 /// `\\uXXXX` other than the `\\u0000`–`\\u001f` control form (minus `\\b` `\\t` `\\n` `\\f`
 /// `\\r`, which JavaScript writes short). A backslash that is itself escaped starts nothing.
 pub fn has_foreign_escape(line: &[u8]) -> bool {
+    // Built once per process, not once per line.
+    static SLASH: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\\/"));
+    static UNICODE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\u"));
     // An escape starts at a backslash preceded by an even run of backslashes.
     let starts_escape =
         |at: usize| line[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0;
-    if memchr::memmem::find_iter(line, b"\\/").any(starts_escape) {
+    if SLASH.find_iter(line).any(starts_escape) {
         return true;
     }
-    memchr::memmem::find_iter(line, b"\\u").any(|at| {
+    UNICODE.find_iter(line).any(|at| {
         if !starts_escape(at) {
             return false;
         }

@@ -4,8 +4,6 @@
 //! is cheap even for a very large file; documents are built per event on demand
 //! (`super::document`). It must not decide paging or rendering.
 
-use std::collections::HashMap;
-
 use rustc_hash::FxHashMap;
 use std::ops::Range;
 
@@ -101,7 +99,7 @@ pub struct Projection {
     /// Every seq of an on-branch counted entry or call, ascending (consumed result slots too).
     pub branch_seqs: Vec<u64>,
     /// Consumed result seq → the call seq it is shown at.
-    pub paired_results: HashMap<u64, u64>,
+    pub paired_results: FxHashMap<u64, u64>,
 }
 
 /// How many seqs an entry consumes (docs/spec/history.md §2).
@@ -173,7 +171,7 @@ impl Projection {
         // docs/spec/history.md §3: raw items per window along the branch.
         let mut windows: Vec<(String, Option<String>, Vec<Raw>)> =
             vec![(root_window_id(&session.header.id), None, Vec::new())];
-        let mut branch_seqs = Vec::new();
+        let mut branch_seqs = Vec::with_capacity(branch.len());
         for &index in branch {
             let entry = &session.entries[index];
             if let Some(id) = marker_window(&entry.kind) {
@@ -225,6 +223,7 @@ impl Projection {
 
         // docs/spec/history.md §5.1: toolCallId → the first toolResult item with that id.
         let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
+        results.reserve(branch.len() / 2);
         for (_, _, items) in &windows {
             for item in items {
                 if let Raw::ToolResult { seq, entry } = item
@@ -237,8 +236,9 @@ impl Projection {
         }
 
         // docs/spec/history.md §5.2: events.
-        let mut paired_results = HashMap::new();
-        let mut events = Vec::new();
+        let mut paired_results = FxHashMap::default();
+        paired_results.reserve(branch.len() / 2);
+        let mut events = Vec::with_capacity(branch_seqs.len());
         let mut out_windows = Vec::with_capacity(windows.len());
         for (window_index, (window_id, created_at, items)) in windows.iter().enumerate() {
             let start = events.len();

@@ -213,7 +213,12 @@ proptest! {
         // Every visible event is on the branch, and every on-branch call+result pair counts once.
         let visible: BTreeSet<u64> = opened.projection.events.iter().map(|e| e.seq).collect();
         prop_assert!(visible.is_subset(&on_branch));
-        let consumed: HashMap<u64, u64> = opened.projection.paired_results.clone();
+        let consumed: HashMap<u64, u64> = opened
+            .projection
+            .paired_results
+            .iter()
+            .map(|(&k, &v)| (k, v))
+            .collect();
         for (result, call) in consumed {
             prop_assert!(call < result && !visible.contains(&result) && visible.contains(&call));
         }

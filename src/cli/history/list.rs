@@ -28,11 +28,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::list(
+        super::answer_once(
             &path,
             args.source.leaf.as_deref(),
-            &options,
             &args.source.index(ctx).mode(),
+            |opened| crate::history::list_in(opened, &options),
         ),
         ctx,
         io,

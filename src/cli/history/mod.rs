@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::cli::common::{absolute_from, emit, resolve_cache_dir};
 use crate::cli::{Ctx, Exit, Io};
 use crate::envelope::Reply;
-use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Rendered};
+use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Opened, Rendered};
 
 /// Which session, and which branch of it.
 #[derive(Debug, Clone, clap::Args)]
@@ -72,6 +72,17 @@ impl IndexChoice {
 }
 
 /// Print a domain outcome.
+/// Open the session once and answer from it.
+pub fn answer_once(
+    path: &std::path::Path,
+    leaf: Option<&str>,
+    index: &IndexMode<'_>,
+    answer: impl FnOnce(&Opened) -> Result<Rendered, HistoryError>,
+) -> Result<Rendered, HistoryError> {
+    let opened = crate::history::open_with(path, leaf, index)?;
+    answer(&opened)
+}
+
 pub fn finish(
     outcome: Result<Rendered, HistoryError>,
     ctx: &Ctx,

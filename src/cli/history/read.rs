@@ -60,11 +60,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::read(
+        super::answer_once(
             &path,
             args.source.leaf.as_deref(),
-            &options,
             &args.source.index(ctx).mode(),
+            |opened| crate::history::read::read_in(opened, &options),
         ),
         ctx,
         io,

@@ -26,10 +26,11 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     }
     let path = args.source.path(ctx);
     finish(
-        crate::history::windows(
+        super::answer_once(
             &path,
             args.source.leaf.as_deref(),
             &args.source.index(ctx).mode(),
+            crate::history::windows_in,
         ),
         ctx,
         io,
