@@ -525,19 +525,6 @@ pub(crate) fn search_with(
     use_prefilter: bool,
     index: &IndexMode<'_>,
 ) -> Result<Rendered, HistoryError> {
-    search_opened(path, leaf, queries, options, use_prefilter, index).map(|(rendered, _)| rendered)
-}
-
-/// [`search`] (with the prefilter when `use_prefilter`), also handing back the opened session,
-/// so a one-shot process can leave it unfreed.
-pub fn search_opened(
-    path: &Path,
-    leaf: Option<&str>,
-    queries: &[String],
-    options: &ListOptions,
-    use_prefilter: bool,
-    index: &IndexMode<'_>,
-) -> Result<(Rendered, Opened), HistoryError> {
     let valid = !queries.is_empty() && queries.iter().all(|q| !q.is_empty());
     let matcher = if valid {
         Some(matcher::Matcher::new(queries))
@@ -608,9 +595,7 @@ pub fn search_opened(
             });
         }
     }
-    let rendered = render_page(&opened, &mut loader, &vis, &[], options, false)?;
-    drop(loader);
-    Ok((rendered, opened))
+    render_page(&opened, &mut loader, &vis, &[], options, false)
 }
 
 /// `history-read`: one event's document window (docs/spec/history.md §15).

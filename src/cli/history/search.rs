@@ -88,15 +88,13 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     };
     let path = args.source.path(ctx);
     finish(
-        crate::history::search_opened(
+        crate::history::search(
             &path,
             args.source.leaf.as_deref(),
             &queries,
             &options,
-            true,
             &args.source.index(ctx).mode(),
-        )
-        .map(|(rendered, _)| rendered),
+        ),
         ctx,
         io,
     )
