@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::budget::settings;
-use crate::cli::budget_check::resolve_agent_dir;
+use crate::budget::settings::{self, SettingsPaths};
+use crate::cli::budget_check::resolve_settings_paths;
 use crate::cli::common::{NotesHomeArg, read_request};
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::{Refusal, Reply};
@@ -60,34 +60,6 @@ pub struct Args {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Request {}
-
-/// `pi-context.syncRemote` from the global settings and the working directory's project
-/// settings (project wins), with the warnings that concern it.
-fn remote_setting(agent_dir: &Path, cwd: &Path) -> (Option<String>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut value = None;
-    for path in [
-        agent_dir.join("settings.json"),
-        cwd.join(".pi").join("settings.json"),
-    ] {
-        match settings::read_settings_file(&path) {
-            Ok(Some(root)) => match root.get("pi-context").and_then(|o| o.get("syncRemote")) {
-                None => {}
-                Some(Value::String(s)) if !s.trim().is_empty() => {
-                    value = Some(s.trim().to_string())
-                }
-                Some(_) => warnings.push(format!(
-                    "pi-context: ignoring pi-context.syncRemote in {} (expected a non-empty \
-                     remote name or URL).",
-                    path.display()
-                )),
-            },
-            Ok(None) => {}
-            Err(warning) => warnings.push(warning),
-        }
-    }
-    (value, warnings)
-}
 
 /// This machine's name as a file-name-safe slug: `PI_CONTEXT_HOST`, else the host name.
 fn host_name(ctx: &Ctx) -> String {
@@ -183,8 +155,14 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
     let (remote, warnings) = match args.remote.as_deref().filter(|r| !r.is_empty()) {
         Some(flag) => (Some(flag.to_string()), Vec::new()),
         None => {
-            let agent_dir = resolve_agent_dir(args.agent_dir.as_deref(), ctx);
-            remote_setting(&agent_dir, &ctx.cwd)
+            // `pi-context.syncRemote`: the global settings and the working directory's
+            // project settings (project wins).
+            let (global, project) =
+                resolve_settings_paths(args.agent_dir.as_deref(), &ctx.cwd, true, ctx);
+            settings::load_sync_remote(&SettingsPaths {
+                global: &global,
+                project: project.as_deref(),
+            })
         }
     };
     for warning in &warnings {
