@@ -29,8 +29,8 @@ use super::common::{CacheArgs, Exit, Format, IdentityArgs, NotesArgs, absolute_f
 use super::error::Internal;
 use super::history::SessionArgs;
 use super::{Answer, Cli, CmdError, Command, Ctx, Io, boot_render, resolve_now};
-use crate::boot::ToolNames;
 use crate::envelope::DomainError;
+use crate::protocol::ToolNames;
 
 /// The name of the boot-block prompt.
 pub const BOOT_PROMPT: &str = "boot";
