@@ -1,7 +1,12 @@
 //! Schema-only types: the JSON Schema shapes of request fields that the commands read as
 //! free JSON (`serde_json::Value`) so they can name what is wrong themselves. They are never
 //! deserialised; `#[schemars(with = …)]` on a request field points here. The request schemas
-//! serve as the `pi-context mcp` tools' input schemas.
+//! serve as the `pi-context mcp` tools' input schemas. [`catalog`] lists every command's request
+//! and response schema as checked in under `docs/schema/`; [`data`] holds the schema-only
+//! shapes of response data built field by field.
+
+pub mod catalog;
+mod data;
 
 use std::borrow::Cow;
 

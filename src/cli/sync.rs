@@ -58,9 +58,9 @@ pub struct Args {
 }
 
 /// The request on stdin: nothing yet.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {}
+pub(crate) struct Request {}
 
 /// `pi-context.syncRemote` from the global settings and the working directory's project
 /// settings (project wins), with the warnings that concern it.
