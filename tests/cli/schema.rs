@@ -25,8 +25,11 @@ fn checked_in_schemas_match_the_types() {
         let name = file.file_name();
         let path = dir.join(&name);
         let text = file.text();
-        if bless {
-            std::fs::write(&path, &text).unwrap();
+        if bless && std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            // Replaced atomically: other tests read these files meanwhile.
+            let temp = dir.join(format!(".{name}.tmp"));
+            std::fs::write(&temp, &text).unwrap();
+            std::fs::rename(&temp, &path).unwrap();
         }
         let checked_in = std::fs::read_to_string(&path).unwrap_or_else(|_| {
             panic!("docs/schema/{name} is missing: run `PI_CONTEXT_BLESS=1 cargo test --test cli schemas`")
