@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use pi_context::history::{self, EventRole, ListOptions, ReadOptions};
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 const FIXTURES: &[&str] = &[
     "basic.jsonl",
@@ -576,11 +576,10 @@ fn crafted(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {
 }
 
 fn snapshot(name: &str, out: &Run, dir: &Path) {
-    let transcript = out
-        .transcript()
-        .replace(&dir.display().to_string(), "[TMP]")
-        .replace(&fixture("").display().to_string(), "[FIXTURES]/");
-    insta::assert_snapshot!(name, transcript);
+    Normaliser::new()
+        .path(dir, "[TMP]")
+        .path(&fixture(""), "[FIXTURES]/")
+        .bind(|| insta::assert_snapshot!(name, out.transcript()));
 }
 
 fn both(command: &str, session: &Path, extra: &[&str], request: &str) -> Run {
