@@ -170,7 +170,12 @@ fn clean_store_exits_zero_json() {
     let data = &out.json()["data"];
     assert_eq!(data["counts"]["notes"], json!(9));
     assert_eq!(data["counts"]["maps"], json!(2));
-    norm(dir.path()).bind(|| insta::assert_snapshot!("clean_json", out.transcript()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 0
+        --- stdout
+        {"ok":true,"data":{"home":"[TMP]/notes","clean":true,"counts":{"notes":9,"maps":2,"addresses_checked":9,"addresses_skipped":2,"issues":0},"issues_by_kind":{},"issues":[],"omitted_issues":0}}
+        --- stderr
+        "#));
 }
 
 #[test]
@@ -179,7 +184,14 @@ fn clean_store_text() {
     let out = doctor_with(&home, &["--format", "text"], "{}");
     assert_eq!(out.code, 0);
     assert!(out.stdout.starts_with("doctor: OK ("));
-    norm(dir.path()).bind(|| insta::assert_snapshot!("clean_text", out.transcript()));
+    norm(dir.path()).bind(|| {
+        insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 0
+        --- stdout
+        doctor: OK ([TMP]/notes): 9 notes (2 maps), 9 addresses checked, 2 skipped (@self/, @model/)
+        --- stderr
+        "#)
+    });
 }
 
 #[test]
@@ -198,7 +210,13 @@ fn home_missing_is_reported_and_not_created() {
     assert_eq!(issues(&out), pairs(&[(".", "home_missing")]));
     assert!(!home.exists(), "doctor created the home");
     let out = doctor_with(&home, &["--format", "text"], "");
-    norm(dir.path()).bind(|| insta::assert_snapshot!("home_missing_text", out.transcript()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 1
+        --- stdout
+        .: cannot inspect: the notes home does not exist (doctor does not create it)
+        doctor: 1 issue ([TMP]/absent): 0 notes (0 maps), 0 addresses checked, 0 skipped (@self/, @model/)
+        --- stderr
+        "#));
     assert!(!home.exists());
 }
 
@@ -732,7 +750,12 @@ fn usage_errors_exit_two() {
     assert_eq!(malformed.json()["error"]["code"], json!("invalid_request"));
     let unknown = doctor(&home, r#"{"repair":true}"#);
     assert_eq!(unknown.code, 2);
-    norm(dir.path()).bind(|| insta::assert_snapshot!("unknown_field", unknown.transcript()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!(unknown.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: unknown field `repair`, expected `all_issues` at line 1 column 9"}}
+        --- stderr
+        "#));
     let wrong_type = doctor(&home, r#"{"all_issues":"yes"}"#);
     assert_eq!(wrong_type.code, 2);
     let bad_flag = doctor_with(&home, &["--fix"], "");

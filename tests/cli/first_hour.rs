@@ -113,8 +113,14 @@ fn notes_without_a_readable_updated_at_are_dated_by_their_file_never_1970() {
         let updated = file["updated_at"].as_str().unwrap();
         assert!(!updated.starts_with("1970"), "{file}");
     }
-    home.norm()
-        .bind(|| insta::assert_snapshot!(home.text("notes-list", "")));
+    home.norm().bind(|| {
+        insta::assert_snapshot!(home.text("notes-list", ""), @r#"
+    3 notes
+    - @human/bare.md | updated 2026-05-05T10:00:00.000+00:00
+    - @human/epoch.md | updated 2026-05-05T10:00:00.000+00:00
+    - @human/dated.md | updated 2026-01-01T00:00:00.000+00:00
+    "#)
+    });
 }
 
 #[test]
@@ -249,8 +255,19 @@ fn words_read_right_in_the_singular() {
         "{}",
         out.stdout
     );
-    home.norm()
-        .bind(|| insta::assert_snapshot!(list + "\n---\n" + &search));
+    home.norm().bind(|| {
+        insta::assert_snapshot!(list + "\n---\n" + &search, @r#"
+    1 note
+    - @human/live.md | updated 2026-05-05T10:00:00.000+00:00
+    1 crumpled note hidden; pass wastebasket to list it
+
+    ---
+    1 file
+    - @human/live.md | updated 2026-05-05T10:00:00.000+00:00 | 1 match
+      line 1 at offset_chars 5: live needle
+    1 crumpled note not searched; pass wastebasket to search it
+    "#)
+    });
 }
 
 #[test]

@@ -793,9 +793,14 @@ fn project_key_names_the_main_checkout() {
         hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
         "{main_key}"
     );
-    env.norm()
-        .literal(hash, "[SHA1-8]")
-        .bind(|| insta::assert_snapshot!("project_key_json", from_main.transcript()));
+    env.norm().literal(hash, "[SHA1-8]").bind(|| {
+        insta::assert_snapshot!(from_main.transcript(), @r#"
+            exit: 0
+            --- stdout
+            {"ok":true,"data":{"project_key":"repo-[SHA1-8]","root":"[TMP]/repo"}}
+            --- stderr
+            "#)
+    });
     let text = key(&main, "text");
     assert!(text.stdout.starts_with("repo-") && text.stdout.trim().len() == "repo-".len() + 8);
 }

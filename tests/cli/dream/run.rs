@@ -46,7 +46,12 @@ fn closed_gates_skip_quietly_with_reasons_and_no_commit() {
     w.sessions(2);
     let out = go(w.dream(&[]));
     w.norm()
-        .bind(|| crate::dream_snapshot!("material_gate_closed", out.transcript()));
+        .bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+            exit: 0
+            --- stdout
+            {"ok":true,"data":{"outcome":"skipped","notes_home":"[ROOT]/notes","gates":{"time":{"ok":true,"reason":"no prior dream","min_hours":24.0},"material":{"ok":false,"reason":"only 2 changed sessions","changed_sessions":2,"min_sessions":3},"forced":false}}}
+            --- stderr
+            "#));
     assert_eq!(out.code, 0);
     assert!(out.stderr.is_empty());
     assert!(w.dreamer_args().is_none());
