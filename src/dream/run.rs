@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::gates::{self, MaterialGate, TimeGate};
 use super::lock::{self, LockError};
 use super::{artifacts, audit, journal, playbook, report};
+use crate::envelope::{DomainError, ErrorClass, Refusal};
 
 /// What the caller decides for a run.
 #[derive(Debug, Clone)]
@@ -171,6 +172,12 @@ impl FailureCode {
             FailureCode::AuditFailed => "audit_failed",
         }
     }
+
+    /// A failed run is a refusal (exit 1) whatever failed: the lock was released and the
+    /// failure is recorded in the report.
+    pub fn class(self) -> ErrorClass {
+        ErrorClass::Refused
+    }
 }
 
 /// Both gates' verdicts and whether `--force` was given.
@@ -224,17 +231,24 @@ impl Skipped {
 }
 
 /// Why a run was refused before the lock.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Refused {
     /// The home could not be created or scanned.
+    #[error("{0}")]
     Io(String),
     /// The dreamer cannot start.
+    #[error("{}", unavailable.message)]
     DreamerUnavailable {
         unavailable: Unavailable,
         gates: Gates,
     },
     /// The lock could not be taken (held by another run, or not creatable).
-    Lock { error: LockError, gates: Gates },
+    #[error("{error}")]
+    Lock {
+        #[source]
+        error: LockError,
+        gates: Gates,
+    },
 }
 
 /// The `details` of a refusal before the lock.
@@ -260,11 +274,12 @@ impl Refused {
         }
     }
 
-    pub fn message(&self) -> String {
+    /// A failed create or scan is ours; a lock held by another run is busy.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Refused::Io(message) => message.clone(),
-            Refused::DreamerUnavailable { unavailable, .. } => unavailable.message.clone(),
-            Refused::Lock { error, .. } => error.to_string(),
+            Refused::Io(_) => ErrorClass::Internal,
+            Refused::DreamerUnavailable { .. } => ErrorClass::Refused,
+            Refused::Lock { error, .. } => error.class(),
         }
     }
 
@@ -282,6 +297,23 @@ impl Refused {
                 gates,
             }),
         }
+    }
+}
+
+impl DomainError for Refused {
+    fn code(&self) -> &'static str {
+        Refused::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        Refused::class(self)
+    }
+
+    fn to_refusal(&self) -> Refusal {
+        let details = self
+            .details()
+            .and_then(|details| serde_json::to_value(details).ok());
+        Refusal::new(self.code(), self.to_string(), details)
     }
 }
 

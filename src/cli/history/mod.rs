@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::cli::common::{absolute_from, emit, resolve_cache_dir};
-use crate::cli::{Ctx, Exit, Io};
+use crate::cli::common::{absolute_from, resolve_cache_dir};
+use crate::cli::{CmdError, Ctx};
 use crate::envelope::Reply;
 use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Opened, Rendered};
 
@@ -71,7 +71,6 @@ impl IndexChoice {
     }
 }
 
-/// Print a domain outcome.
 /// Open the session once and answer from it.
 pub fn answer_once(
     path: &std::path::Path,
@@ -83,18 +82,24 @@ pub fn answer_once(
     answer(&opened)
 }
 
-pub fn finish(
-    outcome: Result<Rendered, HistoryError>,
-    ctx: &Ctx,
-    io: &mut Io,
-) -> anyhow::Result<Exit> {
-    let reply = match outcome {
-        Ok(rendered) => Reply::ok(rendered.data, rendered.text),
-        Err(err) => Reply::refused(err.to_refusal()),
+impl SessionArgs {
+    /// Open the session these flags name, once, and answer from it.
+    pub fn answer(
+        &self,
+        ctx: &Ctx,
+        answer: impl FnOnce(&Opened) -> Result<Rendered, HistoryError>,
+    ) -> Result<Reply, CmdError> {
+        let path = self.path(ctx);
+        let index = self.index(ctx);
+        let rendered = answer_once(&path, self.leaf.as_deref(), &index.mode(), answer)?;
+        Ok(reply(rendered))
     }
-    // Tool arguments print as JavaScript prints them (history results carry no other doubles).
-    .with_js_numbers();
-    emit(&reply, ctx, io)
+}
+
+/// The reply of a history result: tool arguments print as JavaScript prints them (history
+/// results carry no other doubles).
+pub fn reply(rendered: Rendered) -> Reply {
+    Reply::ok(rendered.data, rendered.text).with_js_numbers()
 }
 
 /// An integer field as Pi coerces it: a JSON integer (or integral float) or a string holding
