@@ -33,7 +33,7 @@ pub const DEFAULT_REMINDER_MARGIN_TOKENS: u64 = 24_576;
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// The settings pi-context uses, after merging and validation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Settings {
     /// `compaction.enabled`: Pi's automatic flag. Gates the warning, the automatic close-out
     /// and the hard reserve.

@@ -40,14 +40,14 @@ pub struct Args {
     pub max_chars: Option<usize>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-struct Request {
+pub(crate) struct Request {
     tools: ToolNames,
 }
 
-#[derive(Debug, Serialize)]
-struct HomeReport {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct HomeReport {
     home: HomeKind,
     label: &'static str,
     /// The displayed address prefix of the home.
@@ -63,8 +63,8 @@ struct HomeReport {
     map_cut: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct Unavailable {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Unavailable {
     home: HomeKind,
     label: &'static str,
     error: String,

@@ -41,9 +41,9 @@ pub struct Args {
 }
 
 /// The one JSON request.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-struct Request {
+pub(crate) struct Request {
     /// `{"tokens": n|null, "context_window": n|null}`, or null when the host has no usage.
     usage: Option<Usage>,
     /// `<provider>/<id>` of the active model.
@@ -64,8 +64,8 @@ fn yes() -> bool {
 
 /// The resolved settings as printed (the raw model-override table stays out: only the effective
 /// reserve for the chosen model matters, and it keeps the result bounded).
-#[derive(Debug, Serialize)]
-struct SettingsView<'a> {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct SettingsView<'a> {
     #[serde(flatten)]
     settings: &'a Settings,
     global_path: String,

@@ -28,9 +28,9 @@ pub struct Args {
 }
 
 /// The request on stdin.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
-struct Request {
+pub(crate) struct Request {
     /// List every issue, even past the 32 KiB output budget (for logs and pipelines).
     all_issues: bool,
 }

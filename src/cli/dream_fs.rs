@@ -47,23 +47,30 @@ pub struct Args {
     pub journal: Option<PathBuf>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteRequest {
+pub(crate) struct WriteRequest {
+    /// The file, relative to the notes home or absolute inside it.
     path: String,
+    /// The whole new content of the file.
     content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditRequest {
+pub(crate) struct EditRequest {
+    /// The file, relative to the notes home or absolute inside it.
     path: String,
+    /// Exact-text replacements: each oldText occurs exactly once, matches do not overlap, all
+    /// apply or none.
+    #[schemars(length(min = 1))]
     edits: Vec<Edit>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DeleteRequest {
+pub(crate) struct DeleteRequest {
+    /// The crumpled note to delete, relative to the notes home or absolute inside it.
     path: String,
 }
 

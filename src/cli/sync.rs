@@ -57,9 +57,9 @@ pub struct Args {
 }
 
 /// The request on stdin: nothing yet.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {}
+pub(crate) struct Request {}
 
 /// This machine's name as a file-name-safe slug: `PI_CONTEXT_HOST`, else the host name.
 fn host_name(ctx: &Ctx) -> String {

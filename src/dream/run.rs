@@ -43,7 +43,7 @@ pub struct Options {
 }
 
 /// Which model the dreamer uses, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DreamerChoice {
     /// A Pi model pattern, or `None` for Pi's automatic choice.
     pub model: Option<String>,
@@ -51,7 +51,7 @@ pub struct DreamerChoice {
 }
 
 /// Where the dreamer's model came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelSource {
     /// `--dreamer`.
@@ -181,7 +181,7 @@ impl FailureCode {
 }
 
 /// Both gates' verdicts and whether `--force` was given.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Gates {
     pub time: TimeGate,
     pub material: MaterialGate,
@@ -214,7 +214,7 @@ pub enum DreamOutcome {
 }
 
 /// A skipped run's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub outcome: Outcome,
     pub notes_home: PathBuf,
@@ -318,7 +318,7 @@ impl DomainError for Refused {
 }
 
 /// `skipped`, `dreamed` or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Skipped,
@@ -328,7 +328,7 @@ pub enum Outcome {
 
 /// A run that took the lock: the result object of a completed run, and the `details` of a
 /// failed one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Record {
     pub outcome: Outcome,
     pub stamp: String,
@@ -379,7 +379,7 @@ impl Record {
 }
 
 /// What the journal says was attempted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Changes {
     pub attempted: usize,
     pub applied: usize,

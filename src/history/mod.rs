@@ -303,8 +303,8 @@ fn open_testing_lines(
     ))
 }
 
-#[derive(Serialize)]
-struct WindowRow<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WindowRow<'a> {
     window_id: &'a str,
     created_at: Option<&'a str>,
     first_seq: Option<u64>,
@@ -312,12 +312,13 @@ struct WindowRow<'a> {
     item_count: usize,
 }
 
-#[derive(Serialize)]
-struct WindowsData<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WindowsData<'a> {
     session_id: &'a str,
     windows: Vec<WindowRow<'a>>,
     more: usize,
     skipped_lines: u64,
+    #[schemars(with = "crate::session::IndexUse")]
     index: &'static str,
 }
 

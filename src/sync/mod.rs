@@ -183,7 +183,7 @@ impl From<std::io::Error> for SyncError {
 }
 
 /// The remote as resolved.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct RemoteInfo {
     /// The Git remote's name, when one was used.
     pub name: Option<String>,
@@ -191,7 +191,7 @@ pub struct RemoteInfo {
 }
 
 /// How the local line and the remote's branch came together.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Integration {
     /// Nothing on either side to exchange.
@@ -205,7 +205,7 @@ pub enum Integration {
 }
 
 /// One conflict: the live note kept this machine's version; the other side is beside it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Conflict {
     /// The live note, relative to the home.
     pub path: String,
@@ -218,7 +218,7 @@ pub struct Conflict {
 }
 
 /// What a sync did, in numbers.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Counts {
     /// Files changed on this machine since its last sync (committed in this run).
     pub local_changes: usize,
@@ -238,7 +238,7 @@ pub struct Counts {
 }
 
 /// A completed sync.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Outcome {
     pub notes_home: PathBuf,
     pub remote: RemoteInfo,

@@ -1146,6 +1146,7 @@ fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
         let stdout = String::from_utf8(out.stdout).unwrap();
+        crate::support::check_envelope(&["history-list".to_string()], &stdout);
         let run = Run {
             code: 0,
             stdout,

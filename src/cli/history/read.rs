@@ -23,13 +23,19 @@ pub struct Args {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The event's seq (from history_list or history_search); required.
-    #[serde(default)]
+    /// The event's seq (from history_list or history_search).
+    // Required (the handler refuses its absence); a missing `Option` reads as `None` anyway.
+    #[schemars(required, range(min = 1))]
     pub seq: Option<LooseInt>,
     /// Start position in characters; negative counts back from the end.
+    #[schemars(extend("default" = 0))]
     #[serde(default)]
     pub offset_chars: Option<LooseInt>,
-    /// Characters to return (default 12000, at most 50000).
+    /// Characters to return.
+    #[schemars(
+        range(min = 1, max = crate::history::read::MAX_LIMIT_CHARS),
+        extend("default" = crate::history::read::DEFAULT_LIMIT_CHARS)
+    )]
     #[serde(default)]
     pub limit_chars: Option<LooseInt>,
 }

@@ -25,10 +25,11 @@ pub struct Args {
 #[serde(deny_unknown_fields)]
 pub struct Request {
     /// A literal, or several literals matched as alternatives; case-insensitive, no regex.
-    #[schemars(with = "crate::cli::schema::OneOrMany")]
-    #[serde(default)]
+    // Required (the handler refuses its absence); a missing `Option` reads as `None` anyway.
+    #[schemars(with = "crate::cli::schema::OneOrMany", required)]
     pub query: Option<Value>,
-    /// Maximum event rows on the page (default 20).
+    /// Maximum event rows on the page.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_LIMIT))]
     #[serde(default)]
     pub limit: Option<LooseInt>,
     /// Only events of these roles (user, assistant, tool, context). Without it, history_list shows the conversation and folds tool and context runs.
@@ -36,15 +37,19 @@ pub struct Request {
     #[serde(default)]
     pub roles: Option<Value>,
     /// Only events with a seq below this (pass older_before to page back).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub before: Option<LooseInt>,
     /// Only events with a seq above this (pass newer_after to page forward).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub after: Option<LooseInt>,
     /// Only events of this context window (ids from history_windows).
+    #[schemars(length(min = 1))]
     #[serde(default)]
     pub window_id: Option<String>,
-    /// Preview length per event (default 1200).
+    /// Preview length per event, in characters.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_MAX_CHARS_PER_ITEM))]
     #[serde(default)]
     pub max_chars_per_item: Option<LooseInt>,
 }

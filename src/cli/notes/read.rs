@@ -26,9 +26,14 @@ pub struct Request {
     /// Note address: a bare path for this session (plan.md), or @project/…, @human/…, @self/…, @model/….
     pub address: String,
     /// Start position in characters; negative counts back from the end.
+    #[schemars(extend("default" = 0))]
     #[serde(default)]
     pub offset_chars: Option<i64>,
-    /// Characters to return (default 12000, at most 50000).
+    /// Characters to return.
+    #[schemars(
+        range(min = 1, max = MAX_READ_WINDOW_CHARS),
+        extend("default" = DEFAULT_READ_WINDOW_CHARS)
+    )]
     #[serde(default)]
     pub limit_chars: Option<u64>,
 }

@@ -32,6 +32,7 @@ pub struct Request {
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only this home: session, project, human, agent or model.
+    #[schemars(with = "Option<crate::cli::schema::Scope>")]
     #[serde(default)]
     pub scope: Option<String>,
     /// With scope agent or model: whose home (default: yours).
@@ -41,9 +42,11 @@ pub struct Request {
     #[serde(default)]
     pub wastebasket: Option<bool>,
     /// At most this many notes.
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub limit: Option<u64>,
     /// At most this many matching lines per note.
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub max_matches_per_file: Option<u64>,
 }
