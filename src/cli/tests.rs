@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Ctx, Exit, Format, Io, parse, run};
+use super::{Ctx, Exit, Format, parse, run_captured};
 
 /// What one in-process call printed and how it ended.
 struct Call {
@@ -48,20 +48,14 @@ fn ctx(home: &Path, format: Format) -> Ctx {
 fn call_as(home: &Path, format: Format, args: &[&str], stdin: &[u8]) -> Call {
     let cli = parse(std::iter::once("pi-context").chain(args.iter().copied()))
         .unwrap_or_else(|e| panic!("{args:?} parses: {e}"));
-    let ctx = ctx(home, format);
-    let (mut stdin, mut stdout, mut stderr) = (stdin, Vec::new(), Vec::new());
-    let mut io = Io {
-        stdin: &mut stdin,
-        stdout: &mut stdout,
-        stderr: &mut stderr,
-        stderr_is_terminal: false,
-        stdin_is_terminal: false,
-    };
-    let exit = run(cli, &ctx, &mut io).unwrap_or_else(|e| panic!("{args:?}: escaped: {e:#}"));
+    let captured = run_captured(cli, &ctx(home, format), stdin);
+    let exit = captured
+        .outcome
+        .unwrap_or_else(|e| panic!("{args:?}: escaped: {e:#}"));
     Call {
         exit,
-        stdout: String::from_utf8(stdout).unwrap(),
-        stderr: String::from_utf8(stderr).unwrap(),
+        stdout: String::from_utf8(captured.stdout).unwrap(),
+        stderr: String::from_utf8(captured.stderr).unwrap(),
     }
 }
 

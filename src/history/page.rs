@@ -65,7 +65,7 @@ pub struct EventRow {
     pub output_truncated: Option<bool>,
     /// Present with `output_truncated`: the path or null.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "PathOrNull")]
     pub full_output_path: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested_calls: Option<NestedSummary>,
@@ -76,6 +76,22 @@ pub struct EventRow {
     pub offset_chars: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name_omitted: Option<bool>,
+}
+
+/// Schema of `full_output_path` when present: the path Pi recorded, or null.
+struct PathOrNull;
+
+impl schemars::JsonSchema for PathOrNull {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PathOrNull".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The path of the full output Pi saved, or null when it saved none.",
+            "type": ["string", "null"]
+        })
+    }
 }
 
 /// A fold row (docs/spec/history.md §11.2).

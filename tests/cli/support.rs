@@ -138,7 +138,45 @@ pub fn check_envelope(args: &[String], stdout: &str) {
     }
 }
 
-/// Replace a temp directory path with a stable placeholder in any text.
-pub fn redact(text: &str, dir: &Path, placeholder: &str) -> String {
-    text.replace(&dir.display().to_string(), placeholder)
+/// The one snapshot normaliser: what varies between runs (temp directories, the fixtures
+/// directory, commit ids, a path hash) replaced by stable placeholders, as insta filters
+/// applied in order to every snapshot taken under [`Normaliser::bind`].
+#[derive(Debug, Clone, Default)]
+pub struct Normaliser {
+    /// `(regex, replacement)`, in order.
+    filters: Vec<(String, String)>,
+}
+
+impl Normaliser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The path `dir` (as displayed) becomes `placeholder`.
+    pub fn path(self, dir: &Path, placeholder: &str) -> Self {
+        self.literal(&dir.display().to_string(), placeholder)
+    }
+
+    /// The exact text `text` becomes `placeholder`.
+    pub fn literal(mut self, text: &str, placeholder: &str) -> Self {
+        self.filters
+            .push((regex::escape(text), placeholder.replace('$', "$$")));
+        self
+    }
+
+    /// Every 40-hex Git commit id becomes `[COMMIT]`.
+    pub fn commits(mut self) -> Self {
+        self.filters
+            .push(("[0-9a-f]{40}".to_string(), "[COMMIT]".to_string()));
+        self
+    }
+
+    /// Run `f` (which takes snapshots) with these filters in effect.
+    pub fn bind<R>(&self, f: impl FnOnce() -> R) -> R {
+        let mut settings = insta::Settings::clone_current();
+        for (pattern, replacement) in &self.filters {
+            settings.add_filter(pattern, replacement.as_str());
+        }
+        settings.bind(f)
+    }
 }
