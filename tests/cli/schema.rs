@@ -140,3 +140,26 @@ fn every_mcp_tool_input_schema_is_its_command_request_schema() {
         );
     }
 }
+
+#[test]
+fn every_default_an_mcp_tool_description_states_is_the_schema_default() {
+    // "offset_chars (default 0; …)", "limit_chars characters (default 12000)".
+    let stated = regex::Regex::new(r"(\w+)(?: characters)? \(default (-?\d+)").unwrap();
+    let mut checked = 0;
+    for spec in pi_context::cli::mcp::tools::TOOLS {
+        let schema = spec.tool().input_schema;
+        for m in stated.captures_iter(spec.description) {
+            let default = &schema["properties"][&m[1]]["default"];
+            assert_eq!(
+                default.to_string(),
+                m[2].to_string(),
+                "{}: {} (default {})",
+                spec.name,
+                &m[1],
+                &m[2]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{checked}");
+}
