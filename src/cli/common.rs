@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::error::RequestError;
+use super::strict::Strict;
 use super::{Ctx, Io};
 use crate::envelope::Reply;
 use crate::notes::IdentityError;
@@ -129,6 +130,8 @@ fn not_an_object(kind: &str) -> RequestError {
 /// Read the one JSON request from stdin (see [`read_request_text`]) and decode it. Only a JSON
 /// object is a request; malformed JSON, unknown fields and wrong types become an
 /// `invalid_request` refusal (exit 2) whose message names the field and the JSON type expected.
+/// A JSON array is never read as an object field (serde alone would take it as the struct's
+/// fields in order): see [`Strict`].
 pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, RequestError> {
     let text = read_request_text(io)?;
     decode_request(&text)
@@ -140,7 +143,7 @@ pub fn decode_request<T: DeserializeOwned>(text: &str) -> Result<T, RequestError
         return Err(not_an_object(kind));
     }
     let mut de = serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut de)
+    let value: T = serde_path_to_error::deserialize(Strict(&mut de))
         .map_err(|e| request_error(e.path().to_string(), e.inner()))?;
     de.end().map_err(|e| request_error(String::new(), &e))?;
     Ok(value)
@@ -151,7 +154,7 @@ pub fn decode_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, 
     if !value.is_object() {
         return Err(not_an_object("a non-object value"));
     }
-    serde_path_to_error::deserialize(value)
+    serde_path_to_error::deserialize(Strict(value))
         .map_err(|e| request_error(e.path().to_string(), e.inner()))
 }
 

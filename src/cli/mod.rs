@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod notes;
 pub mod project_key;
 pub mod schema;
+pub mod strict;
 pub mod sync;
 #[cfg(test)]
 mod tests;

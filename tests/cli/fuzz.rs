@@ -12,7 +12,7 @@ use clap::Parser;
 use pi_context::cli::{Cli, Ctx, Format, Io, run};
 use serde_json::{Value, json};
 
-use crate::support::{NOW, args_of, check_envelope, pi_context};
+use crate::support::{NOW, args_of, check_envelope, check_request, pi_context};
 
 /// Mutated requests per subcommand, in-process.
 const IN_PROCESS: usize = 300;
@@ -278,8 +278,15 @@ impl World {
             (code, out)
         }));
         let (code, out) = outcome.ok()?;
-        // ... and that envelope has its command's documented shape.
+        // ... and that envelope has its command's documented shape; a request the command
+        // accepted is one its request schema admits (an array where the schema says object,
+        // say, is refused by both).
         check_envelope(&argv, &String::from_utf8_lossy(&out));
+        if code == 0
+            && let Ok(text) = std::str::from_utf8(stdin)
+        {
+            check_request(&argv, text);
+        }
         Some(code)
     }
 }

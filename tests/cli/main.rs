@@ -3,6 +3,7 @@
 
 mod support;
 
+mod arrays;
 mod boot;
 mod budget;
 mod completions;
