@@ -206,7 +206,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;dream' {
-            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing')
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
             [CompletionResult]::new('--dreamer', '--dreamer', [CompletionResultType]::ParameterName, 'Dreamer model pattern for Pi''s `--model` (beats the `pi-context.dreamer` setting)')
             [CompletionResult]::new('--min-sessions', '--min-sessions', [CompletionResultType]::ParameterName, 'Material gate: at least this many session homes changed since the last run')
             [CompletionResult]::new('--min-hours', '--min-hours', [CompletionResultType]::ParameterName, 'Time gate: at least this many hours since the last run (decimals allowed)')
@@ -222,7 +222,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;dream-fs' {
-            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`')
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
             [CompletionResult]::new('--journal', '--journal', [CompletionResultType]::ParameterName, 'Append this attempt, applied or refused, to this JSONL journal (the dream run''s)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -232,7 +232,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;doctor' {
-            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created')
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -277,7 +277,7 @@ Register-ArgumentCompleter -Native -CommandName 'pi-context' -ScriptBlock {
             break
         }
         'pi-context;sync' {
-            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing')
+            [CompletionResult]::new('--notes-home', '--notes-home', [CompletionResultType]::ParameterName, 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]')
             [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]')
             [CompletionResult]::new('--branch', '--branch', [CompletionResultType]::ParameterName, 'The remote branch')
             [CompletionResult]::new('--agent-dir', '--agent-dir', [CompletionResultType]::ParameterName, 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`')

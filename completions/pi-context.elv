@@ -190,7 +190,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;dream'= {
-            cand --notes-home 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing'
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
             cand --dreamer 'Dreamer model pattern for Pi''s `--model` (beats the `pi-context.dreamer` setting)'
             cand --min-sessions 'Material gate: at least this many session homes changed since the last run'
             cand --min-hours 'Time gate: at least this many hours since the last run (decimals allowed)'
@@ -205,7 +205,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;dream-fs'= {
-            cand --notes-home 'Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`'
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
             cand --journal 'Append this attempt, applied or refused, to this JSONL journal (the dream run''s)'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
@@ -214,7 +214,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;doctor'= {
-            cand --notes-home 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created'
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
             cand --format 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -256,7 +256,7 @@ set edit:completion:arg-completer[pi-context] = {|@words|
             cand --version 'Print version'
         }
         &'pi-context;sync'= {
-            cand --notes-home 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing'
+            cand --notes-home 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]'
             cand --remote 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi''s settings, else origin]'
             cand --branch 'The remote branch'
             cand --agent-dir 'Pi''s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`'

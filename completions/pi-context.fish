@@ -170,7 +170,7 @@ complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l u
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -l settings-only -d 'Print the resolved settings and thresholds; read nothing from stdin'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand budget-check" -s V -l version -d 'Print version'
-complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l notes-home -d 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l dreamer -d 'Dreamer model pattern for Pi\'s `--model` (beats the `pi-context.dreamer` setting)' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l min-sessions -d 'Material gate: at least this many session homes changed since the last run' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l min-hours -d 'Time gate: at least this many hours since the last run (decimals allowed)' -r
@@ -183,14 +183,14 @@ both\t'The JSON envelope with an added top-level `"text"` field holding the mode
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -l force -d 'Run even when the time or material gate is closed (never bypasses the lock)'
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream" -s V -l version -d 'Print version'
-complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -l notes-home -d 'Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -l journal -d 'Append this attempt, applied or refused, to this JSONL journal (the dream run\'s)' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand dream-fs" -s V -l version -d 'Print version'
-complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l notes-home -d 'The notes home to check (default: PI_NOTES_HOME when non-empty, else ~/.agents/notes). It is never created' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand doctor" -l format -d 'What to print on stdout: the JSON envelope (default), the model-facing text, or both (the envelope with an added top-level "text" field)' -r -f -a "json\t'The JSON envelope on one line'
 text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
@@ -226,7 +226,7 @@ text\t'The model-facing text'
 both\t'The JSON envelope with an added top-level `"text"` field holding the model-facing text'"
 complete -c pi-context -n "__fish_pi_context_using_subcommand claude-hook" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c pi-context -n "__fish_pi_context_using_subcommand claude-hook" -s V -l version -d 'Print version'
-complete -c pi-context -n "__fish_pi_context_using_subcommand sync" -l notes-home -d 'Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing' -r -F
+complete -c pi-context -n "__fish_pi_context_using_subcommand sync" -l notes-home -d 'Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes]' -r -F
 complete -c pi-context -n "__fish_pi_context_using_subcommand sync" -l remote -d 'A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh:// when built in) [default: pi-context.syncRemote in Pi\'s settings, else origin]' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand sync" -l branch -d 'The remote branch' -r
 complete -c pi-context -n "__fish_pi_context_using_subcommand sync" -l agent-dir -d 'Pi\'s agent directory (global settings); default `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`' -r -F

@@ -92,6 +92,36 @@ fn clip_message(message: String) -> String {
     )
 }
 
+/// What kind of "no" a refusal is. Each domain's error type says it for each of its codes,
+/// next to the code itself; the command layer turns a class into an exit code in one place
+/// (`cli::error`, documented in `docs/protocol.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The request itself is malformed or breaks a bound of its schema (exit 2).
+    Usage,
+    /// A well-formed request that is refused (exit 1).
+    Refused,
+    /// We failed, not the caller: I/O or an internal fault (exit 70).
+    Internal,
+    /// Someone else holds what is needed (a lock, a remote that keeps moving) (exit 75).
+    Busy,
+    /// A remote that cannot be reached (exit 69).
+    Unavailable,
+}
+
+/// A typed domain error: a stable code and class per variant, and the bounded refusal the
+/// envelope carries. Its [`std::error::Error::source`] is the underlying cause, when any.
+pub trait DomainError: std::error::Error + Send + Sync + 'static {
+    /// The stable machine code (`not_found`, `io_error`, …).
+    fn code(&self) -> &'static str;
+    /// What kind of refusal the code is.
+    fn class(&self) -> ErrorClass;
+    /// The refusal as the envelope carries it (message and details).
+    fn to_refusal(&self) -> Refusal {
+        Refusal::plain(self.code(), self.to_string())
+    }
+}
+
 /// The outcome of one operation, before printing: success data or a refusal, plus the
 /// model-facing text rendered from that same value.
 #[derive(Debug, Clone, PartialEq)]

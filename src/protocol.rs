@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// Tool names by role. Every field defaults to the Pi extension's name, so a request may
 /// override only some of them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolNames {
     /// The notes tool family as a whole (Pi: `notes_*`).

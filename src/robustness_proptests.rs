@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::cli::Io;
 use crate::cli::common::{MAX_REQUEST_BYTES, decode_request, read_request_text};
-use crate::envelope::Refusal;
+use crate::envelope::{DomainError, Refusal};
 use crate::notes::query::{MAX_PATTERN_BYTES, compile_glob};
 use crate::notes::{Address, Identity, MAX_SEGMENT_BYTES, Query, frontmatter};
 
@@ -68,7 +68,7 @@ fn read_through_io(bytes: &[u8]) -> Result<String, Refusal> {
         stderr_is_terminal: false,
         stdin_is_terminal: false,
     };
-    read_request_text(&mut io)
+    read_request_text(&mut io).map_err(|e| e.to_refusal())
 }
 
 fn identity() -> Identity {
@@ -84,7 +84,7 @@ proptest! {
     fn request_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         match read_through_io(&bytes) {
             Ok(text) => {
-                if let Err(r) = decode_request::<Shapes>(&text) {
+                if let Err(r) = decode_request::<Shapes>(&text).map_err(|e| e.to_refusal()) {
                     prop_assert_eq!(r.code.as_str(), "invalid_request");
                 }
             }
@@ -94,7 +94,7 @@ proptest! {
 
     #[test]
     fn jsonish_requests_never_panic_nor_leak_rust_types(text in jsonish()) {
-        if let Err(r) = decode_request::<Shapes>(&text) {
+        if let Err(r) = decode_request::<Shapes>(&text).map_err(|e| e.to_refusal()) {
             prop_assert_eq!(r.code.as_str(), "invalid_request");
             for rust in ["u64", "i64", "struct ", "enum ", "Shapes", "EditShape", "a sequence"] {
                 prop_assert!(!r.message.contains(rust), "{}", r.message);
@@ -163,7 +163,7 @@ fn the_reader_refuses_one_byte_past_the_cap_and_accepts_the_cap() {
     assert_eq!(
         decode_request::<serde_json::Value>(&format!("{{\"a\":{deep}"))
             .unwrap_err()
-            .code,
+            .code(),
         "invalid_request"
     );
 }

@@ -27,7 +27,7 @@ pub struct PastEnd {
 }
 
 /// Why a window stopped before the end of the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitedBy {
     /// The request's `limit_chars`.

@@ -15,6 +15,10 @@ export function envelopeResult(env: Envelope): AgentToolResult<ToolDetails> {
 	return { content: [{ type: "text", text: env.text }], details: withoutText(env), isError: !env.ok };
 }
 
+/** The binary's defaults that the descriptions state, named once here; test/schema.test.mjs
+ * checks each against the `default` of docs/schema/<command>.request.json. */
+const DEFAULTS = { pageLimit: 20, maxCharsPerItem: 1200, readChars: 12000 } as const;
+
 const origin = Type.Union([Type.Literal("user"), Type.Literal("self"), Type.Literal("external")], {
 	description: 'Who the content comes from: "self" (you, the default), "user" (the human said it), "external" (a document, a tool, the web).',
 });
@@ -41,12 +45,12 @@ const roles = Type.Optional(
 	}),
 );
 const pageFields = {
-	limit: Type.Optional(Type.Integer({ minimum: 1, description: "Maximum event rows on the page (default 20)." })),
+	limit: Type.Optional(Type.Integer({ minimum: 1, description: `Maximum event rows on the page (default ${DEFAULTS.pageLimit}).` })),
 	roles,
 	before: Type.Optional(Type.Integer({ minimum: 1, description: "Only events with a seq below this (pass older_before to page back)." })),
 	after: Type.Optional(Type.Integer({ minimum: 1, description: "Only events with a seq above this (pass newer_after to page forward)." })),
 	window_id: Type.Optional(Type.String({ minLength: 1, description: "Only events of this context window (ids from history_windows)." })),
-	max_chars_per_item: Type.Optional(Type.Integer({ minimum: 1, description: "Preview length per event (default 1200)." })),
+	max_chars_per_item: Type.Optional(Type.Integer({ minimum: 1, description: `Preview length per event (default ${DEFAULTS.maxCharsPerItem}).` })),
 };
 const noParams = Type.Object({}, { additionalProperties: false });
 
@@ -116,12 +120,12 @@ export const BINARY_TOOLS: BinaryTool[] = [
 		target: "notes",
 		promptSnippet: "notes_read: read a note (a window of its body, with metadata)",
 		description:
-			"Read a note's body from offset_chars (default 0; negative counts back from the end), up to limit_chars characters (default 12000). When more remains the result says which offset_chars continues the read.",
+			`Read a note's body from offset_chars (default 0; negative counts back from the end), up to limit_chars characters (default ${DEFAULTS.readChars}). When more remains the result says which offset_chars continues the read.`,
 		parameters: Type.Object(
 			{
 				address,
 				offset_chars: Type.Optional(Type.Integer({ description: "Start position in characters; negative counts from the end." })),
-				limit_chars: Type.Optional(Type.Integer({ minimum: 1, maximum: 50000, description: "Characters to return (default 12000)." })),
+				limit_chars: Type.Optional(Type.Integer({ minimum: 1, maximum: 50000, description: `Characters to return (default ${DEFAULTS.readChars}).` })),
 			},
 			{ additionalProperties: false },
 		),
@@ -197,12 +201,12 @@ export const BINARY_TOOLS: BinaryTool[] = [
 		target: "session",
 		promptSnippet: "history_read: read one history event in full by seq",
 		description:
-			"Read one history event by seq: from offset_chars (default 0; negative counts from the end), up to limit_chars characters (default 12000). Continue with next_offset_chars when more remains.",
+			`Read one history event by seq: from offset_chars (default 0; negative counts from the end), up to limit_chars characters (default ${DEFAULTS.readChars}). Continue with next_offset_chars when more remains.`,
 		parameters: Type.Object(
 			{
 				seq: Type.Integer({ minimum: 1, description: "The event's seq (from history_list or history_search)." }),
 				offset_chars: Type.Optional(Type.Integer({ description: "Start position in characters; negative counts from the end." })),
-				limit_chars: Type.Optional(Type.Integer({ minimum: 1, maximum: 50000, description: "Characters to return (default 12000)." })),
+				limit_chars: Type.Optional(Type.Integer({ minimum: 1, maximum: 50000, description: `Characters to return (default ${DEFAULTS.readChars}).` })),
 			},
 			{ additionalProperties: false },
 		),

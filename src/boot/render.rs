@@ -14,7 +14,9 @@ use crate::protocol::ToolNames;
 pub const MAP_BOOT_MAX_CHARS: usize = 4096;
 
 /// The five homes, in the order the index renders them (durable → current).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HomeKind {
     Human,

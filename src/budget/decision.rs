@@ -13,7 +13,7 @@ pub const WARNING_RUNWAY_TOKENS: u64 = 16_384;
 
 /// The three lines, compared against *remaining* tokens (`context_window − tokens`); a line is
 /// crossed when remaining ≤ line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Thresholds {
     /// reserve + reminder margin.
     pub reminder: u64,
@@ -39,7 +39,7 @@ pub fn remaining_budget(remaining: Option<u64>, warning: u64) -> Option<u64> {
 }
 
 /// The policy for one model: thresholds plus the automatic flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Policy {
     pub thresholds: Thresholds,
     /// `compaction.enabled`: gates the warning, the automatic close-out and the hard reserve.
@@ -62,7 +62,9 @@ impl Policy {
 }
 
 /// Context usage of the active window as the host measured it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
     /// Tokens in use; `null` when the host cannot tell.
@@ -82,7 +84,9 @@ impl Usage {
 }
 
 /// What the current window already holds (durable or staged by the host).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(default, deny_unknown_fields)]
 pub struct WindowFacts {
     /// A reminder (`pi-context/guidance`) is already in this window.
@@ -92,7 +96,7 @@ pub struct WindowFacts {
 }
 
 /// The host's action for this request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Nothing to add.
@@ -107,17 +111,19 @@ pub enum Decision {
 }
 
 /// A model-facing message the host should stage or inject.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Message {
-    /// `reminder` or `warning`.
+    /// `reminder` or `warning` (`close_out` when the host asked for it).
+    #[schemars(extend("enum" = ["reminder", "warning", "close_out"]))]
     pub kind: &'static str,
     /// The entry type to persist it under.
+    #[schemars(extend("enum" = ["pi-context/guidance", "pi-context/warning", "pi-context/manual-wipe"]))]
     pub custom_type: &'static str,
     pub text: String,
 }
 
 /// The full answer of one budget check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Check {
     pub decision: Decision,
     /// Physical room left (`context_window − tokens`, floored at 0); `null` when unknown.

@@ -33,7 +33,7 @@ pub const DEFAULT_REMINDER_MARGIN_TOKENS: u64 = 24_576;
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// The settings pi-context uses, after merging and validation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Settings {
     /// `compaction.enabled`: Pi's automatic flag. Gates the warning, the automatic close-out
     /// and the hard reserve.
@@ -232,6 +232,32 @@ pub fn load_dreamer(paths: &SettingsPaths) -> (Option<String>, Vec<String>) {
     };
     let (settings, warnings) = load_keeping(paths, only_dreamer);
     (settings.dreamer, warnings)
+}
+
+/// Only `pi-context.syncRemote` (for `sync`): a non-empty string, trimmed, the project file
+/// winning over the global one. Warnings: an unreadable file, or a value that is not a
+/// non-empty string (that file's value is then ignored). Other keys never warn here.
+pub fn load_sync_remote(paths: &SettingsPaths) -> (Option<String>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut remote = None;
+    for path in std::iter::once(paths.global).chain(paths.project) {
+        match read_settings_file(path) {
+            Ok(Some(root)) => match root.get("pi-context").and_then(|o| o.get("syncRemote")) {
+                None => {}
+                Some(Value::String(s)) if !s.trim().is_empty() => {
+                    remote = Some(s.trim().to_string())
+                }
+                Some(_) => warnings.push(format!(
+                    "pi-context: ignoring pi-context.syncRemote in {} (expected a non-empty \
+                     remote name or URL).",
+                    path.display()
+                )),
+            },
+            Ok(None) => {}
+            Err(warning) => warnings.push(warning),
+        }
+    }
+    (remote, warnings)
 }
 
 /// Read both files, keep what `keep` keeps of each, and resolve.

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, ToolNames, Windows};
-use crate::cli::common::{CacheArgs, Exit, IdentityArgs, emit, read_request, resolve_cache_dir};
-use crate::cli::{Ctx, Io};
-use crate::envelope::{Refusal, Reply};
+use crate::cli::common::{NotesArgs, read_request, resolve_cache_dir};
+use crate::cli::error::RequestError;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 
 /// Render the boot block for the head of a context window.
 ///
@@ -20,12 +21,10 @@ use crate::envelope::{Refusal, Reply};
 #[derive(Debug, clap::Args)]
 #[command(mut_arg("session_id", |arg| arg.required(true)))]
 pub struct Args {
-    /// Identity (`--session-id` is required here, so clap says so in the usage line: it names
-    /// the session home and the root window id).
+    /// Identity and cache (`--session-id` is required here, so clap says so in the usage line:
+    /// it names the session home and the root window id).
     #[command(flatten)]
-    pub identity: IdentityArgs,
-    #[command(flatten)]
-    pub cache: CacheArgs,
+    pub notes: NotesArgs,
     /// The window this boot opens [default: the session's root window id].
     #[arg(long, value_name = "ID")]
     pub window_id: Option<String>,
@@ -41,14 +40,14 @@ pub struct Args {
     pub max_chars: Option<usize>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-struct Request {
+pub(crate) struct Request {
     tools: ToolNames,
 }
 
-#[derive(Debug, Serialize)]
-struct HomeReport {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct HomeReport {
     home: HomeKind,
     label: &'static str,
     /// The displayed address prefix of the home.
@@ -64,42 +63,35 @@ struct HomeReport {
     map_cut: bool,
 }
 
-#[derive(Debug, Serialize)]
-struct Unavailable {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Unavailable {
     home: HomeKind,
     label: &'static str,
     error: String,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let request: Request = match read_request(io) {
-        Ok(request) => request,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
-    let reply = match render(&args, &request, ctx) {
-        Ok(reply) => reply,
-        Err(refusal) => Reply::refused(refusal),
-    };
-    emit(&reply, ctx, io)
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let request: Request = read_request(io)?;
+    render(&args, &request, ctx)
 }
 
-fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
+fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, CmdError> {
     let opened_at: DateTime<FixedOffset> = match &args.opened_at {
         None => ctx.now,
         Some(text) => DateTime::parse_from_rfc3339(text).map_err(|e| {
-            Refusal::plain(
-                "invalid_request",
-                format!("--opened-at must be an RFC 3339 timestamp ({e}): {text:?}"),
-            )
+            RequestError::Invalid(format!(
+                "--opened-at must be an RFC 3339 timestamp ({e}): {text:?}"
+            ))
         })?,
     };
-    let Some(session_id) = args.identity.session_id.clone() else {
-        return Err(Refusal::plain(
-            "invalid_request",
-            "boot-render needs --session-id (it names the session home and the root window id)",
-        ));
+    let Some(session_id) = args.notes.identity.session_id.clone() else {
+        return Err(RequestError::Invalid(
+            "boot-render needs --session-id (it names the session home and the root window id)"
+                .into(),
+        )
+        .into());
     };
-    let identity = args.identity.resolve(ctx)?;
+    let identity = args.notes.identity.resolve(ctx)?;
     let (agent, model) = (identity.agent.clone(), identity.model.clone());
     let layout = Layout {
         root: identity.root.clone(),
@@ -118,7 +110,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, Refusal> {
         previous: args.previous_window_id.clone().filter(|p| !p.is_empty()),
         first,
     };
-    let cache_dir = if args.cache.no_cache {
+    let cache_dir = if args.notes.cache.no_cache {
         None
     } else {
         resolve_cache_dir(ctx)

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::budget::decision::{self, Policy, Usage, WindowFacts};
 use crate::budget::settings::{self, Settings, SettingsPaths};
-use crate::cli::common::{Exit, absolute_from, emit, env_path, home_dir, read_request};
-use crate::cli::{Ctx, Io};
+use crate::cli::common::{absolute_from, env_path, home_dir, read_request};
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 use crate::protocol::ToolNames;
 
@@ -41,9 +41,9 @@ pub struct Args {
 }
 
 /// The one JSON request.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
-struct Request {
+pub(crate) struct Request {
     /// `{"tokens": n|null, "context_window": n|null}`, or null when the host has no usage.
     usage: Option<Usage>,
     /// `<provider>/<id>` of the active model.
@@ -64,8 +64,8 @@ fn yes() -> bool {
 
 /// The resolved settings as printed (the raw model-override table stays out: only the effective
 /// reserve for the chosen model matters, and it keeps the result bounded).
-#[derive(Debug, Serialize)]
-struct SettingsView<'a> {
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct SettingsView<'a> {
     #[serde(flatten)]
     settings: &'a Settings,
     global_path: String,
@@ -76,17 +76,14 @@ struct SettingsView<'a> {
     clippy::expect_used,
     reason = "a budget check holds only JSON-safe data"
 )]
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
     let request: Request = if args.settings_only {
         Request {
             enabled: true,
             ..Request::default()
         }
     } else {
-        match read_request(io) {
-            Ok(request) => request,
-            Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-        }
+        read_request(io)?
     };
     let project_dir = args.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
     let (global_path, project_path) = resolve_settings_paths(
@@ -108,7 +105,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         project_path: project_path.map(|p| p.display().to_string()),
     };
 
-    let reply = if args.settings_only {
+    Ok(if args.settings_only {
         let text = settings_text(&view, model.as_deref(), &policy, &warnings);
         Reply::ok(
             json!({
@@ -140,8 +137,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         data["settings"] = json!(view);
         data["warnings"] = json!(warnings);
         Reply::ok(data, text)
-    };
-    emit(&reply, ctx, io)
+    })
 }
 
 /// A short human summary for `--settings-only --format text`.

@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::common::{CacheArgs, Exit, IdentityArgs, absolute_from, emit, read_request};
-use super::mcp::{HostState, host_state_file, host_tool_names, run_in_process};
-use super::{Command, Ctx, Io, boot_render};
-use crate::envelope::{Refusal, Reply};
+use super::common::{CacheArgs, Exit, IdentityArgs, NotesArgs, absolute_from, read_request};
+use super::error::RequestError;
+use super::mcp::{HostState, host_state_file, host_tool_names};
+use super::{Answer, CmdError, Ctx, Io, boot_render};
 
 /// The MCP tool-name prefix Claude Code gives the plugin's server (`pi-context` plugin,
 /// `notes` server).
@@ -59,21 +59,15 @@ struct HookInput {
     model: Option<Value>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let input: HookInput = match read_request(io) {
-        Ok(input) => input,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Answer, CmdError> {
+    let input: HookInput = read_request(io)?;
     if let Some(event) = input
         .hook_event_name
         .as_deref()
         .filter(|e| *e != "SessionStart")
     {
-        let refusal = Refusal::plain(
-            "invalid_request",
-            format!("claude-hook handles SessionStart only (got {event})"),
-        );
-        return emit(&Reply::refused(refusal), ctx, io);
+        let problem = format!("claude-hook handles SessionStart only (got {event})");
+        return Err(RequestError::Invalid(problem).into());
     }
     // `model` is a string in some Claude Code versions and {"id", "display_name"} in others.
     let model = match &input.model {
@@ -112,36 +106,37 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         }
     }
     let render = boot_render::Args {
-        identity,
+        notes: NotesArgs {
+            identity,
+            cache: CacheArgs::default(),
+        },
         window_id: None,
         previous_window_id: None,
         opened_at: None,
         max_chars: Some(args.max_chars),
-        cache: CacheArgs::default(),
     };
-    let request = json!({"tools": host_tool_names(&args.tool_prefix, false)});
-    let envelope = run_in_process(
-        Command::BootRender(render),
-        request.to_string().as_bytes(),
-        &ctx.env,
-        &ctx.cwd,
-    );
-    if envelope["ok"] != json!(true) {
-        let error = &envelope["error"];
-        let refusal = Refusal::new(
-            error["code"].as_str().unwrap_or("internal"),
-            error["message"].as_str().unwrap_or_default(),
-            error.get("details").cloned(),
-        );
-        return emit(&Reply::refused(refusal), ctx, io);
-    }
+    // boot-render in-process: its request on a stdin of its own, its refusal (typed) ours.
+    let request = json!({"tools": host_tool_names(&args.tool_prefix, false)}).to_string();
+    let mut stdin = request.as_bytes();
+    let mut unused = Vec::new();
+    let boot = boot_render::run(
+        render,
+        ctx,
+        &mut Io {
+            stdin: &mut stdin,
+            stdout: &mut unused,
+            stderr: &mut *io.stderr,
+            stderr_is_terminal: io.stderr_is_terminal,
+            stdin_is_terminal: false,
+        },
+    )?;
     let output = json!({
         "hookSpecificOutput": {
             "hookEventName": "SessionStart",
-            "additionalContext": envelope["text"],
+            "additionalContext": boot.text,
         }
     });
     writeln!(io.stdout, "{output}")?;
     io.stdout.flush()?;
-    Ok(Exit::Ok)
+    Ok(Answer::Written(Exit::Ok))
 }

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::error::RequestError;
 use super::{Ctx, Io};
-use crate::envelope::{Refusal, Reply};
+use crate::envelope::Reply;
+use crate::notes::IdentityError;
 
 /// Documented exit codes (see `docs/protocol.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,30 +53,9 @@ pub enum Format {
     Both,
 }
 
-/// Refusal codes that mean "the request itself is malformed" (exit 2).
-const USAGE_CODES: &[&str] = &["invalid_request", "invalid_identity"];
-/// Refusal codes that mean "we failed", not "you asked for something refusable" (exit 70).
-const INTERNAL_CODES: &[&str] = &["io_error", "internal"];
-
-/// Print `reply` in the chosen format and return the exit code its outcome implies.
-pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    emit_with_cause(reply, None, ctx, io)
-}
-
-/// [`emit`], with the cause of an I/O or internal failure appended to its one stderr line
-/// (the envelope's message stays fixed and path-free).
-pub fn emit_with_cause(
-    reply: &Reply,
-    cause: Option<&str>,
-    ctx: &Ctx,
-    io: &mut Io,
-) -> anyhow::Result<Exit> {
-    let exit = match &reply.outcome {
-        Ok(_) => Exit::Ok,
-        Err(r) if USAGE_CODES.contains(&r.code.as_str()) => Exit::Usage,
-        Err(r) if INTERNAL_CODES.contains(&r.code.as_str()) => Exit::Internal,
-        Err(_) => Exit::Refused,
-    };
+/// Print `reply` in the chosen format. The exit code and any stderr line are the caller's
+/// ([`super::error::finish`]).
+pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<()> {
     match ctx.format {
         Format::Json => writeln!(io.stdout, "{}", reply.wire())?,
         Format::Text => writeln!(io.stdout, "{}", reply.text)?,
@@ -84,16 +65,8 @@ pub fn emit_with_cause(
             writeln!(io.stdout, "{}", reply.print(&envelope))?;
         }
     }
-    if exit == Exit::Internal
-        && let Err(r) = &reply.outcome
-    {
-        match cause {
-            Some(cause) => writeln!(io.stderr, "error: {}: {cause}", r.message)?,
-            None => writeln!(io.stderr, "error: {}", r.message)?,
-        }
-    }
     io.stdout.flush()?;
-    Ok(exit)
+    Ok(())
 }
 
 /// The largest request accepted on stdin, in bytes (16 MiB). The largest valid request is a
@@ -105,7 +78,7 @@ pub const MAX_REQUEST_BYTES: u64 = 16 * 1024 * 1024;
 /// Read the one request from stdin as text: at most [`MAX_REQUEST_BYTES`], UTF-8, a leading
 /// UTF-8 byte order mark dropped. Empty stdin (only whitespace) is `{}`, so
 /// `pi-context notes-list </dev/null` works from a shell.
-pub fn read_request_text(io: &mut Io) -> Result<String, Refusal> {
+pub fn read_request_text(io: &mut Io) -> Result<String, RequestError> {
     if io.stdin_is_terminal {
         // A person typed the command at a terminal: say what we wait for instead of hanging
         // silently (one line; nothing is printed when stdin is a pipe or a file).
@@ -117,30 +90,16 @@ pub fn read_request_text(io: &mut Io) -> Result<String, Refusal> {
     let mut raw = Vec::new();
     Read::take(&mut *io.stdin, MAX_REQUEST_BYTES + 1)
         .read_to_end(&mut raw)
-        .map_err(|e| {
-            Refusal::plain(
-                "invalid_request",
-                format!("invalid request: could not read stdin: {e}"),
-            )
-        })?;
+        .map_err(|e| RequestError::invalid(format_args!("could not read stdin: {e}")))?;
     if raw.len() as u64 > MAX_REQUEST_BYTES {
-        return Err(Refusal::new(
-            "too_large",
-            format!(
-                "the request exceeds {MAX_REQUEST_BYTES} bytes: refused without reading the rest"
-            ),
-            Some(json!({"max_bytes": MAX_REQUEST_BYTES})),
-        ));
+        return Err(RequestError::TooLarge);
     }
     let body = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&raw);
     let text = std::str::from_utf8(body).map_err(|e| {
-        Refusal::plain(
-            "invalid_request",
-            format!(
-                "invalid request: stdin is not valid UTF-8 (first bad byte at offset {})",
-                e.valid_up_to() + (raw.len() - body.len())
-            ),
-        )
+        RequestError::invalid(format_args!(
+            "stdin is not valid UTF-8 (first bad byte at offset {})",
+            e.valid_up_to() + (raw.len() - body.len())
+        ))
     })?;
     if text.trim().is_empty() {
         return Ok("{}".into());
@@ -161,23 +120,22 @@ fn non_object_kind(text: &str) -> Option<&'static str> {
     }
 }
 
-fn not_an_object(kind: &str) -> Refusal {
-    Refusal::plain(
-        "invalid_request",
-        format!("invalid request: the request must be one JSON object {{…}}, got {kind}"),
-    )
+fn not_an_object(kind: &str) -> RequestError {
+    RequestError::invalid(format_args!(
+        "the request must be one JSON object {{…}}, got {kind}"
+    ))
 }
 
 /// Read the one JSON request from stdin (see [`read_request_text`]) and decode it. Only a JSON
 /// object is a request; malformed JSON, unknown fields and wrong types become an
 /// `invalid_request` refusal (exit 2) whose message names the field and the JSON type expected.
-pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, Refusal> {
+pub fn read_request<T: DeserializeOwned>(io: &mut Io) -> Result<T, RequestError> {
     let text = read_request_text(io)?;
     decode_request(&text)
 }
 
 /// Decode a request text (already read): the part of [`read_request`] after stdin.
-pub fn decode_request<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
+pub fn decode_request<T: DeserializeOwned>(text: &str) -> Result<T, RequestError> {
     if let Some(kind) = non_object_kind(text) {
         return Err(not_an_object(kind));
     }
@@ -189,7 +147,7 @@ pub fn decode_request<T: DeserializeOwned>(text: &str) -> Result<T, Refusal> {
 }
 
 /// Decode an already parsed request value (an object) into its typed form.
-pub fn decode_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Refusal> {
+pub fn decode_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, RequestError> {
     if !value.is_object() {
         return Err(not_an_object("a non-object value"));
     }
@@ -199,7 +157,7 @@ pub fn decode_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, 
 
 /// A decoding error as a caller-facing `invalid_request`: serde's wording with Rust type names
 /// replaced by JSON types, and the field named when serde's message does not already name it.
-fn request_error(path: String, error: &serde_json::Error) -> Refusal {
+fn request_error(path: String, error: &serde_json::Error) -> RequestError {
     let message = json_wording(&error.to_string());
     // Only type and value errors leave the field unnamed ("invalid type: …, expected …").
     let unnamed = ["invalid type", "invalid value", "invalid length"]
@@ -210,7 +168,7 @@ fn request_error(path: String, error: &serde_json::Error) -> Refusal {
     } else {
         format!("field `{path}`: {message}")
     };
-    Refusal::plain("invalid_request", format!("invalid request: {message}"))
+    RequestError::invalid(message)
 }
 
 /// Replace the Rust type names serde puts in "expected …" with the JSON types a caller knows.
@@ -253,15 +211,21 @@ fn json_wording(message: &str) -> String {
     out
 }
 
-/// Print an `invalid_request` refusal (exit 2) for a request that parsed but breaks the
-/// schema's bounds; `problem` is what is wrong, after the shared "invalid request: " prefix.
-pub fn invalid_request(
-    problem: impl std::fmt::Display,
-    ctx: &Ctx,
-    io: &mut Io,
-) -> anyhow::Result<Exit> {
-    let refusal = Refusal::plain("invalid_request", format!("invalid request: {problem}"));
-    emit(&Reply::refused(refusal), ctx, io)
+/// A `query` field (notes-search, history-search) as its list of literals: a string, or a
+/// non-empty array of strings. Any other shape is the problem returned.
+pub fn query_strings(value: serde_json::Value) -> Result<Vec<String>, &'static str> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Ok(vec![s]),
+        Value::Array(items) if !items.is_empty() => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s),
+                _ => Err("query array elements must be strings"),
+            })
+            .collect(),
+        _ => Err("query must be a string or a non-empty array of strings"),
+    }
 }
 
 /// Whether an error chain bottoms out in a closed stdout pipe (we then end quietly).
@@ -273,16 +237,27 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty (a leading `~`
-/// is the home directory, see [`env_path`]), else `~/.agents/notes`. Relative values resolve
-/// against the working directory.
-pub fn resolve_notes_home(flag: Option<&Path>, ctx: &Ctx) -> PathBuf {
-    let chosen = match (flag, env_path(ctx, "PI_NOTES_HOME")) {
-        (Some(path), _) => path.to_path_buf(),
-        (None, Some(env)) => env,
-        (None, None) => home_dir(ctx).join(".agents").join("notes"),
-    };
-    absolute_from(&ctx.cwd, &chosen)
+/// `--notes-home`: the one definition of the flag, flattened into every command that names a
+/// notes home (directly, or through [`IdentityArgs`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct NotesHomeArg {
+    /// Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes].
+    #[arg(long, value_name = "DIR")]
+    pub notes_home: Option<PathBuf>,
+}
+
+impl NotesHomeArg {
+    /// The notes root: `--notes-home`, else `PI_NOTES_HOME` when set and non-empty (a leading
+    /// `~` is the home directory, see [`env_path`]), else `~/.agents/notes`. Relative values
+    /// resolve against the working directory.
+    pub fn resolve(&self, ctx: &Ctx) -> PathBuf {
+        let chosen = match (&self.notes_home, env_path(ctx, "PI_NOTES_HOME")) {
+            (Some(path), _) => path.clone(),
+            (None, Some(env)) => env,
+            (None, None) => home_dir(ctx).join(".agents").join("notes"),
+        };
+        absolute_from(&ctx.cwd, &chosen)
+    }
 }
 
 /// `$HOME`, or `/` when it is unset or empty.
@@ -317,9 +292,8 @@ pub fn expand_tilde(value: &str, ctx: &Ctx) -> PathBuf {
 /// flatten this into a command's `Args` and call [`IdentityArgs::resolve`].
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct IdentityArgs {
-    /// Notes root [default: $PI_NOTES_HOME when set and non-empty, else ~/.agents/notes].
-    #[arg(long, value_name = "DIR")]
-    pub notes_home: Option<PathBuf>,
+    #[command(flatten)]
+    pub home: NotesHomeArg,
     /// Pi session id: names this session's home (bare addresses). Without it, bare addresses
     /// are refused with `no_session` and listings skip the session home.
     #[arg(long, value_name = "ID")]
@@ -342,9 +316,9 @@ pub struct IdentityArgs {
 impl IdentityArgs {
     /// Resolve flags and environment into a validated identity; an invalid value is an
     /// `invalid_identity` refusal (exit 2).
-    pub fn resolve(&self, ctx: &Ctx) -> Result<crate::notes::Identity, Refusal> {
+    pub fn resolve(&self, ctx: &Ctx) -> Result<crate::notes::Identity, IdentityError> {
         use crate::notes::{Identity, model_slug, project_key, slugify};
-        let root = resolve_notes_home(self.notes_home.as_deref(), ctx);
+        let root = self.home.resolve(ctx);
         let project = match &self.project_key {
             Some(key) => key.clone(),
             None => {
@@ -361,13 +335,7 @@ impl IdentityArgs {
             .model
             .as_deref()
             .map_or_else(|| "default".into(), model_slug);
-        Identity::new(root, self.session_id.as_deref(), &project, &agent, &model).map_err(|e| {
-            Refusal::new(
-                "invalid_identity",
-                e.message,
-                Some(json!({"field": e.field})),
-            )
-        })
+        Identity::new(root, self.session_id.as_deref(), &project, &agent, &model)
     }
 }
 
@@ -379,6 +347,16 @@ pub struct CacheArgs {
     /// bump into the note itself (durably) instead of the access journal.
     #[arg(long)]
     pub no_cache: bool,
+}
+
+/// The flag block of the commands that read notes through the store (`notes-read`,
+/// `notes-list`, `boot-render`, `mcp`): the identity and `--no-cache`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct NotesArgs {
+    #[command(flatten)]
+    pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 /// The one cache directory (history index, notes metadata): `$PI_CONTEXT_CACHE_DIR`, else
@@ -460,7 +438,7 @@ mod tests {
         assert_eq!(env_path(&ctx, "D"), Some(PathBuf::from("rel/~/x")));
         assert_eq!(env_path(&ctx, "UNSET"), None);
         assert_eq!(
-            resolve_notes_home(None, &ctx_with(&[("HOME", "/h"), ("PI_NOTES_HOME", "~/n")])),
+            NotesHomeArg::default().resolve(&ctx_with(&[("HOME", "/h"), ("PI_NOTES_HOME", "~/n")])),
             PathBuf::from("/h/n")
         );
     }

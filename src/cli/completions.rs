@@ -13,7 +13,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::common::Exit;
-use crate::cli::{Cli, Ctx, Io};
+use crate::cli::{Answer, Cli, CmdError, Ctx, Io};
 
 /// The binary name the scripts complete.
 pub const BIN: &str = "pi-context";
@@ -25,9 +25,9 @@ pub struct Args {
     pub shell: Shell,
 }
 
-pub fn run(args: Args, _ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+pub fn run(args: Args, _ctx: &Ctx, io: &mut Io) -> Result<Answer, CmdError> {
     io.stdout.write_all(script(args.shell).as_bytes())?;
-    Ok(Exit::Ok)
+    Ok(Answer::Written(Exit::Ok))
 }
 
 /// The completion script for `shell`, with the bash generator's hyphen bug worked around.

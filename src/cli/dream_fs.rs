@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::common::{Exit, decode_value, emit, read_request, resolve_notes_home};
-use crate::cli::{Ctx, Io};
+use crate::cli::common::{NotesHomeArg, decode_value, read_request};
+use crate::cli::{CmdError, Ctx, Io};
 use crate::dream::jail::{self, Edit, JailError, Receipt};
 use crate::dream::journal;
 use crate::envelope::{Refusal, Reply};
@@ -39,46 +39,53 @@ pub struct Args {
     /// The operation.
     #[arg(value_enum)]
     pub op: Op,
-    /// Notes home (the jail); default `$PI_NOTES_HOME`, else `~/.agents/notes`.
-    #[arg(long, value_name = "DIR")]
-    pub notes_home: Option<PathBuf>,
+    /// The notes home is the jail.
+    #[command(flatten)]
+    pub home: NotesHomeArg,
     /// Append this attempt, applied or refused, to this JSONL journal (the dream run's).
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct WriteRequest {
+pub(crate) struct WriteRequest {
+    /// The file, relative to the notes home or absolute inside it.
     path: String,
+    /// The whole new content of the file.
     content: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct EditRequest {
+pub(crate) struct EditRequest {
+    /// The file, relative to the notes home or absolute inside it.
     path: String,
+    /// Exact-text replacements: each oldText occurs exactly once, matches do not overlap, all
+    /// apply or none.
+    #[schemars(length(min = 1))]
     edits: Vec<Edit>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct DeleteRequest {
+pub(crate) struct DeleteRequest {
+    /// The crumpled note to delete, relative to the notes home or absolute inside it.
     path: String,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let home = resolve_notes_home(args.notes_home.as_deref(), ctx);
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let home = args.home.resolve(ctx);
     // The shared bounded reader; the value is decoded per operation below, after the journal
     // has learnt the path it names.
-    let parsed: Result<Value, Refusal> = read_request(io);
+    let parsed = read_request::<Value>(io).map_err(CmdError::from);
     let given_path = parsed
         .as_ref()
         .ok()
         .and_then(|v| v.get("path"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    let result: Result<Receipt, Refusal> = parsed.and_then(|value| apply(args.op, &home, value));
+    let result = parsed.and_then(|value| apply(args.op, &home, value));
     if let Some(journal_path) = &args.journal {
         let entry = match &result {
             Ok(receipt) => journal::Entry {
@@ -92,15 +99,18 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
                 code: None,
                 message: None,
             },
-            Err(refusal) => journal::Entry {
-                op: args.op.name().into(),
-                path: given_path.clone(),
-                ok: false,
-                outcome: None,
-                target: None,
-                code: Some(refusal.code.clone()),
-                message: Some(refusal.message.clone()),
-            },
+            Err(error) => {
+                let refusal = error.refusal();
+                journal::Entry {
+                    op: args.op.name().into(),
+                    path: given_path.clone(),
+                    ok: false,
+                    outcome: None,
+                    target: None,
+                    code: refusal.map(|r| r.code.clone()),
+                    message: refusal.map(|r| r.message.clone()),
+                }
+            }
         };
         if let Err(e) = journal::append(journal_path, &entry) {
             writeln!(
@@ -110,41 +120,38 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
             )?;
         }
     }
-    let reply = match result {
-        Ok(receipt) => {
-            let outcome = serde_json::to_value(&receipt.outcome)?;
-            let text = match args.op {
-                Op::Delete => format!("deleted {}", receipt.target),
-                _ => format!(
-                    "{} {} ({} bytes)",
-                    outcome.as_str().unwrap_or_default(),
-                    receipt.target,
-                    receipt.bytes
-                ),
-            };
-            Reply::ok(
-                json!({
-                    "op": args.op.name(),
-                    "path": given_path,
-                    "outcome": outcome,
-                    "target": receipt.target,
-                    "bytes": receipt.bytes,
-                }),
-                text,
-            )
-        }
-        Err(refusal) => Reply::refused(refusal),
+    let receipt = result?;
+    let outcome = serde_json::to_value(&receipt.outcome)?;
+    let text = match args.op {
+        Op::Delete => format!("deleted {}", receipt.target),
+        _ => format!(
+            "{} {} ({} bytes)",
+            outcome.as_str().unwrap_or_default(),
+            receipt.target,
+            receipt.bytes
+        ),
     };
-    emit(&reply, ctx, io)
+    Ok(Reply::ok(
+        json!({
+            "op": args.op.name(),
+            "path": given_path,
+            "outcome": outcome,
+            "target": receipt.target,
+            "bytes": receipt.bytes,
+        }),
+        text,
+    ))
 }
 
-fn apply(op: Op, home: &std::path::Path, value: Value) -> Result<Receipt, Refusal> {
+fn apply(op: Op, home: &std::path::Path, value: Value) -> Result<Receipt, CmdError> {
+    // A refusal names the path it concerns (and the failing edit).
     let refused = |path: &str, e: JailError| {
         let mut details = json!({"path": path});
         if let Some(index) = e.edit_index {
             details["edit_index"] = json!(index);
         }
-        Refusal::new(e.code(), e.message, Some(details))
+        let refusal = Refusal::new(e.code(), e.message.clone(), Some(details));
+        CmdError::with_refusal(e, refusal)
     };
     match op {
         Op::Write => {

@@ -11,6 +11,7 @@ pub mod completions;
 pub mod doctor;
 pub mod dream;
 pub mod dream_fs;
+pub mod error;
 pub mod examples;
 pub mod history;
 pub mod mcp;
@@ -18,6 +19,8 @@ pub mod notes;
 pub mod project_key;
 pub mod schema;
 pub mod sync;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
@@ -28,6 +31,7 @@ use chrono::{DateTime, FixedOffset};
 use clap::{Parser, Subcommand};
 
 pub use common::{Exit, Format, emit, read_request};
+pub use error::{Answer, CmdError};
 
 /// Durable memory for coding agents: notes, session history, boot block, budget policy and
 /// dream consolidation, as plumbing commands that read one JSON request on stdin and write
@@ -115,29 +119,31 @@ pub struct Io<'a> {
     pub stdin_is_terminal: bool,
 }
 
-/// Run one parsed command.
+/// Run one parsed command: the handler answers or refuses, and [`error::finish`] prints the
+/// outcome and gives the exit code.
 pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    match cli.command {
-        Command::NotesWrite(args) => notes::write::run(args, ctx, io),
-        Command::NotesRead(args) => notes::read::run(args, ctx, io),
-        Command::NotesUpdate(args) => notes::update::run(args, ctx, io),
-        Command::NotesList(args) => notes::list::run(args, ctx, io),
-        Command::NotesSearch(args) => notes::search::run(args, ctx, io),
-        Command::ProjectKey(args) => project_key::run(args, ctx, io),
-        Command::HistoryWindows(args) => history::windows::run(args, ctx, io),
-        Command::HistoryList(args) => history::list::run(args, ctx, io),
-        Command::HistoryRead(args) => history::read::run(args, ctx, io),
-        Command::HistorySearch(args) => history::search::run(args, ctx, io),
-        Command::BootRender(args) => boot_render::run(args, ctx, io),
-        Command::BudgetCheck(args) => budget_check::run(args, ctx, io),
-        Command::Dream(args) => dream::run(args, ctx, io),
-        Command::DreamFs(args) => dream_fs::run(args, ctx, io),
+    let outcome = match cli.command {
+        Command::NotesWrite(args) => notes::write::run(args, ctx, io).map(Answer::from),
+        Command::NotesRead(args) => notes::read::run(args, ctx, io).map(Answer::from),
+        Command::NotesUpdate(args) => notes::update::run(args, ctx, io).map(Answer::from),
+        Command::NotesList(args) => notes::list::run(args, ctx, io).map(Answer::from),
+        Command::NotesSearch(args) => notes::search::run(args, ctx, io).map(Answer::from),
+        Command::ProjectKey(args) => project_key::run(args, ctx, io).map(Answer::from),
+        Command::HistoryWindows(args) => history::windows::run(args, ctx, io).map(Answer::from),
+        Command::HistoryList(args) => history::list::run(args, ctx, io).map(Answer::from),
+        Command::HistoryRead(args) => history::read::run(args, ctx, io).map(Answer::from),
+        Command::HistorySearch(args) => history::search::run(args, ctx, io).map(Answer::from),
+        Command::BootRender(args) => boot_render::run(args, ctx, io).map(Answer::from),
+        Command::BudgetCheck(args) => budget_check::run(args, ctx, io).map(Answer::from),
+        Command::Dream(args) => dream::run(args, ctx, io).map(Answer::from),
+        Command::DreamFs(args) => dream_fs::run(args, ctx, io).map(Answer::from),
         Command::Doctor(args) => doctor::run(args, ctx, io),
         Command::Mcp(args) => mcp::run(args, ctx, io),
         Command::ClaudeHook(args) => claude_hook::run(args, ctx, io),
-        Command::Sync(args) => sync::run(args, ctx, io),
+        Command::Sync(args) => sync::run(args, ctx, io).map(Answer::from),
         Command::Completions(args) => completions::run(args, ctx, io),
-    }
+    };
+    error::finish(outcome, ctx, io)
 }
 
 /// "Now": `PI_CONTEXT_NOW` (RFC 3339) when set, for reproducible tests; otherwise the wall
@@ -242,8 +248,7 @@ where
 fn report_internal(err: &anyhow::Error, ctx: &Ctx, io: &mut Io) {
     let refusal = crate::envelope::Refusal::plain("internal", format!("{err:#}"));
     let reply = crate::envelope::Reply::refused(refusal);
-    if emit(&reply, ctx, io).is_err() {
-        // stdout is gone: the stderr line is all that can still be said.
-        let _ = writeln!(io.stderr, "error: {err:#}");
-    }
+    // When stdout is gone, the stderr line is all that can still be said.
+    let _ = emit(&reply, ctx, io);
+    let _ = writeln!(io.stderr, "error: {err:#}");
 }

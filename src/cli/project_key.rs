@@ -3,8 +3,8 @@
 
 use serde_json::json;
 
-use crate::cli::common::{Exit, absolute_from, emit};
-use crate::cli::{Ctx, Io};
+use crate::cli::common::absolute_from;
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 use crate::notes::identity::{key_of_root, project_root};
 
@@ -19,15 +19,11 @@ pub struct Args {
     pub cwd: Option<std::path::PathBuf>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
+pub fn run(args: Args, ctx: &Ctx, _io: &mut Io) -> Result<Reply, CmdError> {
     let dir = absolute_from(&ctx.cwd, args.cwd.as_deref().unwrap_or(&ctx.cwd));
     let root = project_root(&dir);
     let key = key_of_root(&root);
     let root = root.to_string_lossy().into_owned();
     let text = key.clone();
-    emit(
-        &Reply::ok(json!({"project_key": key, "root": root}), text),
-        ctx,
-        io,
-    )
+    Ok(Reply::ok(json!({"project_key": key, "root": root}), text))
 }

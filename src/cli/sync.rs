@@ -3,16 +3,15 @@
 //! setting, else the domain's `origin`), the host name, the clock and the lock token, calls
 //! [`crate::sync::sync`], and prints one result. The merge, the lock and Git are the domain's.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::budget::settings;
-use crate::cli::budget_check::resolve_agent_dir;
-use crate::cli::common::{Exit, emit, read_request, resolve_notes_home};
-use crate::cli::{Ctx, Io};
+use crate::budget::settings::{self, SettingsPaths};
+use crate::cli::budget_check::resolve_settings_paths;
+use crate::cli::common::{NotesHomeArg, read_request};
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::{Refusal, Reply};
 use crate::sync::{self, Outcome, SyncError};
 
@@ -34,9 +33,9 @@ Exit status: 0 synced (conflicts included: they are reported, never blocking); 1
 usage error or malformed request; 69 the remote cannot be reached; 70 I/O failure; 75 the \
 lock is held (a dream or another sync) or the remote kept moving (remote_busy).")]
 pub struct Args {
-    /// Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing.
-    #[arg(long, value_name = "DIR")]
-    pub notes_home: Option<PathBuf>,
+    /// The notes home (created when missing).
+    #[command(flatten)]
+    pub home: NotesHomeArg,
     /// A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh://
     /// when built in) [default: pi-context.syncRemote in Pi's settings, else origin].
     #[arg(long, value_name = "NAME|URL")]
@@ -58,37 +57,9 @@ pub struct Args {
 }
 
 /// The request on stdin: nothing yet.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Request {}
-
-/// `pi-context.syncRemote` from the global settings and the working directory's project
-/// settings (project wins), with the warnings that concern it.
-fn remote_setting(agent_dir: &Path, cwd: &Path) -> (Option<String>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut value = None;
-    for path in [
-        agent_dir.join("settings.json"),
-        cwd.join(".pi").join("settings.json"),
-    ] {
-        match settings::read_settings_file(&path) {
-            Ok(Some(root)) => match root.get("pi-context").and_then(|o| o.get("syncRemote")) {
-                None => {}
-                Some(Value::String(s)) if !s.trim().is_empty() => {
-                    value = Some(s.trim().to_string())
-                }
-                Some(_) => warnings.push(format!(
-                    "pi-context: ignoring pi-context.syncRemote in {} (expected a non-empty \
-                     remote name or URL).",
-                    path.display()
-                )),
-            },
-            Ok(None) => {}
-            Err(warning) => warnings.push(warning),
-        }
-    }
-    (value, warnings)
-}
+pub(crate) struct Request {}
 
 /// This machine's name as a file-name-safe slug: `PI_CONTEXT_HOST`, else the host name.
 fn host_name(ctx: &Ctx) -> String {
@@ -115,24 +86,6 @@ fn host_name(ctx: &Ctx) -> String {
         .collect();
     let slug = slug.trim_matches('-').to_string();
     if slug.is_empty() { "host".into() } else { slug }
-}
-
-/// A random version-4 UUID for the lock (`<pid> <uuid>`, the form the dream writes and
-/// `doctor` checks).
-fn random_token() -> std::io::Result<String> {
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    ))
 }
 
 fn render_text(outcome: &Outcome) -> String {
@@ -174,8 +127,9 @@ fn render_text(outcome: &Outcome) -> String {
     text
 }
 
-fn refusal(err: &SyncError, home: &Path) -> Refusal {
-    let details = match err {
+/// The refusal of a sync error, with the facts that locate it.
+fn refused(err: SyncError, home: &Path) -> CmdError {
+    let details = match &err {
         SyncError::LockHeld { path } => Some(json!({"lock_path": path})),
         SyncError::Unreachable { url, .. }
         | SyncError::PushRejected { url, .. }
@@ -191,33 +145,31 @@ fn refusal(err: &SyncError, home: &Path) -> Refusal {
         }
         SyncError::InvalidBranch(_) => None,
     };
-    Refusal::new(err.code(), err.to_string(), details)
+    let refusal = Refusal::new(err.code(), err.to_string(), details);
+    CmdError::with_refusal(err, refusal)
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let _request: Request = match read_request(io) {
-        Ok(request) => request,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
-    let home = resolve_notes_home(args.notes_home.as_deref(), ctx);
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let _request: Request = read_request(io)?;
+    let home = args.home.resolve(ctx);
     let (remote, warnings) = match args.remote.as_deref().filter(|r| !r.is_empty()) {
         Some(flag) => (Some(flag.to_string()), Vec::new()),
         None => {
-            let agent_dir = resolve_agent_dir(args.agent_dir.as_deref(), ctx);
-            remote_setting(&agent_dir, &ctx.cwd)
+            // `pi-context.syncRemote`: the global settings and the working directory's
+            // project settings (project wins).
+            let (global, project) =
+                resolve_settings_paths(args.agent_dir.as_deref(), &ctx.cwd, true, ctx);
+            settings::load_sync_remote(&SettingsPaths {
+                global: &global,
+                project: project.as_deref(),
+            })
         }
     };
     for warning in &warnings {
         writeln!(io.stderr, "{warning}")?;
     }
-    let token = match random_token() {
-        Ok(token) => token,
-        Err(e) => {
-            let refusal =
-                Refusal::plain("io_error", format!("cannot generate the lock token: {e}"));
-            return emit(&Reply::refused(refusal), ctx, io);
-        }
-    };
+    // The lock's `<pid> <uuid>`, the form the dream writes and `doctor` checks.
+    let token = uuid::Uuid::new_v4().to_string();
     let host = host_name(ctx);
     // Process-wide libgit2 setting, ours to choose in this one-command process: trees are
     // only ever built from objects this run wrote or fetched, so re-checking that every
@@ -234,20 +186,9 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         pid: std::process::id(),
         token: &token,
     };
-    match sync::sync(&options) {
-        Ok(outcome) => {
-            let text = render_text(&outcome);
-            let mut data = serde_json::to_value(&outcome)?;
-            data["warnings"] = json!(warnings);
-            emit(&Reply::ok(data, text), ctx, io)
-        }
-        Err(err) => {
-            let exit = emit(&Reply::refused(refusal(&err, &home)), ctx, io)?;
-            Ok(match err {
-                SyncError::LockHeld { .. } | SyncError::RemoteBusy { .. } => Exit::LockHeld,
-                SyncError::Unreachable { .. } => Exit::Unavailable,
-                _ => exit,
-            })
-        }
-    }
+    let outcome = sync::sync(&options).map_err(|err| refused(err, &home))?;
+    let text = render_text(&outcome);
+    let mut data = serde_json::to_value(&outcome)?;
+    data["warnings"] = json!(warnings);
+    Ok(Reply::ok(data, text))
 }

@@ -47,7 +47,9 @@ const IGNORED_ROOT_ENTRIES: &[&str] = &[
 
 /// The stable machine code of one kind of problem. The wire form is the snake_case name
 /// ([`IssueKind::code`]); new kinds may be added, existing ones never change meaning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IssueKind {
     /// The home does not exist (it is not created).
@@ -141,7 +143,7 @@ impl IssueKind {
 /// itself), what kind, and a message that says what to do. `key` names the metadata key of a
 /// frontmatter issue, `address` the reference of an address issue, `line` the one-based line
 /// in the file where that key or reference is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Issue {
     pub path: String,
     pub kind: IssueKind,
@@ -168,7 +170,7 @@ impl Issue {
 }
 
 /// What was looked at, so a clean report says how much it covered.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Counts {
     /// `.md` files whose frontmatter was checked (maps included).
     pub notes: usize,

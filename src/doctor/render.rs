@@ -13,7 +13,7 @@ use crate::words::plural;
 /// `data` of a doctor result. `issues` is a prefix of the report's issues (all of them unless
 /// the output budget cut it; `omitted_issues` counts the rest). `counts` and `issues_by_kind`
 /// always cover every issue found.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Bounded<'a> {
     pub home: String,
     pub clean: bool,

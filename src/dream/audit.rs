@@ -31,7 +31,8 @@ pub struct Snapshot {
 }
 
 /// A snapshot that failed; the message says why (Git's own words).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct AuditError(pub String);
 
 impl AuditError {
@@ -39,14 +40,6 @@ impl AuditError {
         "audit_failed"
     }
 }
-
-impl std::fmt::Display for AuditError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for AuditError {}
 
 impl From<git2::Error> for AuditError {
     fn from(e: git2::Error) -> Self {

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 /// The time gate's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TimeGate {
     pub ok: bool,
     /// `no prior dream`, `stale` or `last dream is too recent`.
@@ -21,7 +21,7 @@ pub struct TimeGate {
 }
 
 /// The material gate's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MaterialGate {
     pub ok: bool,
     /// `<n> changed sessions` or `only <n> changed sessions`.

@@ -12,12 +12,12 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::confine::{self, Dir};
+use crate::envelope::{DomainError, ErrorClass};
 use crate::notes::MAX_SEGMENT_BYTES;
 
 /// Top-level names the dreamer may never write: the audit repository, the reports, the lock.
@@ -26,43 +26,102 @@ const PROTECTED_TOP: &[&str] = super::artifacts::MACHINERY;
 /// One `{oldText, newText}` replacement (the shared wire shape).
 pub use crate::protocol::Edit;
 
-/// A refused jailed operation. Nothing on disk changed.
-#[derive(Debug)]
-pub struct JailError {
-    code: &'static str,
-    pub message: String,
-    /// For edit refusals: the zero-based index of the failing edit.
-    pub edit_index: Option<usize>,
+/// The stable codes of a refused jailed operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JailCode {
+    /// An edit request without edits: a malformed request (`invalid_request`).
+    EmptyEdits,
+    InvalidPath,
+    OutsideHome,
+    ProtectedPath,
+    HardLink,
+    NotAFile,
+    NotFound,
+    NotCrumpled,
+    EditNotFound,
+    EditAmbiguous,
+    EditOverlap,
+    HomeUnresolvable,
+    Io,
 }
 
-impl JailError {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
-        JailError {
-            code,
-            message: message.into(),
-            edit_index: None,
+impl JailCode {
+    /// The code as the envelope and the journal carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JailCode::EmptyEdits => "invalid_request",
+            JailCode::InvalidPath => "invalid_path",
+            JailCode::OutsideHome => "outside_home",
+            JailCode::ProtectedPath => "protected_path",
+            JailCode::HardLink => "hard_link",
+            JailCode::NotAFile => "not_a_file",
+            JailCode::NotFound => "not_found",
+            JailCode::NotCrumpled => "not_crumpled",
+            JailCode::EditNotFound => "edit_not_found",
+            JailCode::EditAmbiguous => "edit_ambiguous",
+            JailCode::EditOverlap => "edit_overlap",
+            JailCode::HomeUnresolvable => "home_unresolvable",
+            JailCode::Io => "io_error",
         }
     }
 
-    fn io(what: &str, path: &str, e: io::Error) -> Self {
-        JailError::new("io_error", format!("{what} {path}: {e}"))
+    /// What kind of refusal the code is.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            JailCode::EmptyEdits => ErrorClass::Usage,
+            JailCode::Io => ErrorClass::Internal,
+            _ => ErrorClass::Refused,
+        }
+    }
+}
+
+/// A refused jailed operation. Nothing on disk changed.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct JailError {
+    pub kind: JailCode,
+    pub message: String,
+    /// For edit refusals: the zero-based index of the failing edit.
+    pub edit_index: Option<usize>,
+    /// For `io_error`: the failure underneath (its text is already in the message).
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl JailError {
+    fn new(kind: JailCode, message: impl Into<String>) -> Self {
+        JailError {
+            kind,
+            message: message.into(),
+            edit_index: None,
+            source: None,
+        }
     }
 
-    /// The stable refusal code: `invalid_request` (empty edits), `invalid_path`, `outside_home`, `protected_path`, `hard_link`,
-    /// `not_a_file`, `not_found`, `not_crumpled`, `edit_not_found`, `edit_ambiguous`,
-    /// `edit_overlap`, `home_unresolvable`, `io_error`.
+    /// An I/O failure of `what` (empty, or ending in a space) on `path`, keeping its cause.
+    fn io(what: &str, path: &str, e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let message = format!("{what}{path}: {e}");
+        JailError {
+            source: Some(Box::new(e)),
+            ..JailError::new(JailCode::Io, message)
+        }
+    }
+
+    /// The stable refusal code (see [`JailCode::as_str`]).
     pub fn code(&self) -> &'static str {
-        self.code
+        self.kind.as_str()
     }
 }
 
-impl std::fmt::Display for JailError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+impl DomainError for JailError {
+    fn code(&self) -> &'static str {
+        self.kind.as_str()
+    }
+
+    fn class(&self) -> ErrorClass {
+        self.kind.class()
     }
 }
-
-impl std::error::Error for JailError {}
 
 /// A path that passed the jail: its directory (reached from the home's handle without
 /// following a symlink), its file name, and how to name it.
@@ -75,7 +134,7 @@ pub struct Jailed {
 }
 
 /// What a successful operation did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Created,
@@ -101,13 +160,13 @@ pub struct Receipt {
 pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, JailError> {
     if path.is_empty() || path.contains('\0') {
         return Err(JailError::new(
-            "invalid_path",
+            JailCode::InvalidPath,
             "path must be a non-empty file path without NUL bytes",
         ));
     }
     let outside = || {
         JailError::new(
-            "outside_home",
+            JailCode::OutsideHome,
             format!(
                 "{path} is outside the notes home {}; only files under it may be changed",
                 home.display()
@@ -120,7 +179,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
         .any(|c| matches!(c, Component::ParentDir))
     {
         return Err(JailError::new(
-            "outside_home",
+            JailCode::OutsideHome,
             format!(
                 "{path} contains `..`; name files by their path under the notes home {}",
                 home.display()
@@ -130,7 +189,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     let relative: PathBuf = if given.is_absolute() {
         let real_home = fs::canonicalize(home).map_err(|e| {
             JailError::new(
-                "home_unresolvable",
+                JailCode::HomeUnresolvable,
                 format!("cannot resolve the notes home {}: {e}", home.display()),
             )
         })?;
@@ -151,7 +210,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
         .collect();
     if let Some(long) = parts.iter().find(|p| p.len() > MAX_SEGMENT_BYTES) {
         return Err(JailError::new(
-            "invalid_path",
+            JailCode::InvalidPath,
             format!(
                 "{path}: a path segment is {} bytes; segments are at most {MAX_SEGMENT_BYTES} bytes",
                 long.len()
@@ -160,7 +219,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     }
     let Some(first) = parts.first() else {
         return Err(JailError::new(
-            "invalid_path",
+            JailCode::InvalidPath,
             format!("{path} names the notes home itself, not a file under it"),
         ));
     };
@@ -169,7 +228,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
         .any(|p| *first == std::ffi::OsStr::new(p))
     {
         return Err(JailError::new(
-            "protected_path",
+            JailCode::ProtectedPath,
             format!(
                 "{path} is part of the dream's audit machinery (.git/, dreams/, .dream.lock*) \
                  and may not be changed by the dreamer"
@@ -184,7 +243,7 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     let name = parts.pop().map(OsStr::to_os_string).unwrap_or_default();
     let symlinked = || {
         JailError::new(
-            "outside_home",
+            JailCode::OutsideHome,
             format!(
                 "{path} is or goes through a symlink under the notes home {}; the jail never \
                  follows symlinks, so it could lead outside",
@@ -194,18 +253,18 @@ pub fn resolve(home: &Path, path: &str, create_parent: bool) -> Result<Jailed, J
     };
     let fail = |e: confine::Error| match e.kind {
         confine::Kind::Symlink => symlinked(),
-        _ => JailError::new("io_error", format!("{path}: {e}")),
+        _ => JailError::io("", path, e),
     };
     let not_found = || {
         JailError::new(
-            "not_found",
+            JailCode::NotFound,
             format!("{path} does not exist in the notes home"),
         )
     };
     let dir = if create_parent {
         let root = Dir::open_root(home).map_err(fail)?.ok_or_else(|| {
             JailError::new(
-                "home_unresolvable",
+                JailCode::HomeUnresolvable,
                 format!(
                     "cannot resolve the notes home {}: it does not exist",
                     home.display()
@@ -239,7 +298,7 @@ fn lock_and_read_existing(
 ) -> Result<(confine::Lock, String), JailError> {
     let not_found = || {
         JailError::new(
-            "not_found",
+            JailCode::NotFound,
             format!("{path} does not exist in the notes home"),
         )
     };
@@ -255,7 +314,7 @@ fn lock_and_read_existing(
         .map_err(|e| jail_io(path, e))?
         .ok_or_else(not_found)?;
     let text = String::from_utf8(bytes)
-        .map_err(|_| JailError::new("io_error", format!("{path}: not valid UTF-8")))?;
+        .map_err(|_| JailError::new(JailCode::Io, format!("{path}: not valid UTF-8")))?;
     Ok((guard, text))
 }
 
@@ -264,13 +323,13 @@ fn lock_and_read_existing(
 fn jail_io(path: &str, e: confine::Error) -> JailError {
     match e.kind {
         confine::Kind::Symlink => JailError::new(
-            "outside_home",
+            JailCode::OutsideHome,
             format!("{path} is a symlink; the jail never follows symlinks"),
         ),
         confine::Kind::NotAFile => {
-            JailError::new("not_a_file", format!("{path} is not a regular file"))
+            JailError::new(JailCode::NotAFile, format!("{path} is not a regular file"))
         }
-        _ => JailError::new("io_error", format!("{path}: {e}")),
+        _ => JailError::io("", path, e),
     }
 }
 
@@ -286,10 +345,10 @@ fn check_existing(jailed: &Jailed, path: &str) -> Result<Option<()>, JailError> 
     };
     let meta = file
         .metadata()
-        .map_err(|e| JailError::io("cannot inspect", path, e))?;
+        .map_err(|e| JailError::io("cannot inspect ", path, e))?;
     if link_count(&meta) > 1 {
         return Err(JailError::new(
-            "hard_link",
+            JailCode::HardLink,
             format!(
                 "{path} has hard links; linked files are refused because a change \
                  would also change the other names"
@@ -337,7 +396,10 @@ pub fn write(home: &Path, path: &str, content: &str) -> Result<Receipt, JailErro
 /// file and the matches must not overlap; all edits apply together or none does.
 pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailError> {
     if edits.is_empty() {
-        return Err(JailError::new("invalid_request", "edits must not be empty"));
+        return Err(JailError::new(
+            JailCode::EmptyEdits,
+            "edits must not be empty",
+        ));
     }
     let jailed = resolve(home, path, false)?;
     let (_guard, text) = lock_and_read_existing(&jailed, path)?;
@@ -356,28 +418,27 @@ pub fn edit(home: &Path, path: &str, edits: &[Edit]) -> Result<Receipt, JailErro
 fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<String, JailError> {
     let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
     for (index, e) in edits.iter().enumerate() {
-        let at_index = |code, message: String| JailError {
-            code,
-            message,
+        let at_index = |kind, message: String| JailError {
             edit_index: Some(index),
+            ..JailError::new(kind, message)
         };
         if e.old_text.is_empty() {
             return Err(at_index(
-                "edit_not_found",
+                JailCode::EditNotFound,
                 format!("edit {index}: oldText is empty"),
             ));
         }
         let mut found = text.match_indices(&e.old_text);
         let Some((start, _)) = found.next() else {
             return Err(at_index(
-                "edit_not_found",
+                JailCode::EditNotFound,
                 format!("edit {index}: oldText not found in {path}"),
             ));
         };
         let more = found.count();
         if more > 0 {
             return Err(at_index(
-                "edit_ambiguous",
+                JailCode::EditAmbiguous,
                 format!(
                     "edit {index}: oldText occurs {} times in {path}; include more context",
                     more + 1
@@ -390,9 +451,11 @@ fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<String, JailErr
     for pair in spans.windows(2) {
         if pair[1].0 < pair[0].1 {
             return Err(JailError {
-                code: "edit_overlap",
-                message: format!("edits {} and {} overlap", pair[0].2, pair[1].2),
                 edit_index: Some(pair[1].2),
+                ..JailError::new(
+                    JailCode::EditOverlap,
+                    format!("edits {} and {} overlap", pair[0].2, pair[1].2),
+                )
             });
         }
     }
@@ -413,7 +476,7 @@ pub fn delete(home: &Path, path: &str) -> Result<Receipt, JailError> {
     let (_guard, text) = lock_and_read_existing(&jailed, path)?;
     if !is_crumpled(&text) {
         return Err(JailError::new(
-            "not_crumpled",
+            JailCode::NotCrumpled,
             format!(
                 "{path} is not a crumpled note (no crumpledAt in its frontmatter); crumple it \
                  first, only the wastebasket may be emptied"
@@ -453,11 +516,14 @@ mod tests {
             "A b C"
         );
         let err = apply_edits("a a", &[e("a", "x")], "p").unwrap_err();
-        assert_eq!(err.code(), "edit_ambiguous");
+        assert_eq!(err.kind, JailCode::EditAmbiguous);
         let err = apply_edits("abc", &[e("b", "x"), e("zz", "y")], "p").unwrap_err();
-        assert_eq!((err.code(), err.edit_index), ("edit_not_found", Some(1)));
+        assert_eq!(
+            (err.kind, err.edit_index),
+            (JailCode::EditNotFound, Some(1))
+        );
         let err = apply_edits("abcd", &[e("abc", "x"), e("bcd", "y")], "p").unwrap_err();
-        assert_eq!(err.code(), "edit_overlap");
+        assert_eq!(err.kind, JailCode::EditOverlap);
     }
 
     #[test]
@@ -465,25 +531,28 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let h = home.path();
         assert_eq!(
-            resolve(h, "../x.md", true).unwrap_err().code(),
-            "outside_home"
+            resolve(h, "../x.md", true).unwrap_err().kind,
+            JailCode::OutsideHome
         );
         assert_eq!(
-            resolve(h, "a/../../x.md", true).unwrap_err().code(),
-            "outside_home"
+            resolve(h, "a/../../x.md", true).unwrap_err().kind,
+            JailCode::OutsideHome
         );
         assert_eq!(
-            resolve(h, "/etc/passwd", true).unwrap_err().code(),
-            "outside_home"
-        );
-        assert_eq!(resolve(h, "", true).unwrap_err().code(), "invalid_path");
-        assert_eq!(
-            resolve(h, ".git/config", true).unwrap_err().code(),
-            "protected_path"
+            resolve(h, "/etc/passwd", true).unwrap_err().kind,
+            JailCode::OutsideHome
         );
         assert_eq!(
-            resolve(h, ".dream.lock", true).unwrap_err().code(),
-            "protected_path"
+            resolve(h, "", true).unwrap_err().kind,
+            JailCode::InvalidPath
+        );
+        assert_eq!(
+            resolve(h, ".git/config", true).unwrap_err().kind,
+            JailCode::ProtectedPath
+        );
+        assert_eq!(
+            resolve(h, ".dream.lock", true).unwrap_err().kind,
+            JailCode::ProtectedPath
         );
         let inside = h.join("human/x.md");
         let ok = resolve(h, inside.to_str().unwrap(), true).unwrap();
@@ -499,20 +568,20 @@ mod tests {
         let h = home.path();
         std::os::unix::fs::symlink(out.path(), h.join("escape")).unwrap();
         assert_eq!(
-            resolve(h, "escape/x.md", true).unwrap_err().code(),
-            "outside_home"
+            resolve(h, "escape/x.md", true).unwrap_err().kind,
+            JailCode::OutsideHome
         );
         assert!(!out.path().join("x.md").exists());
         fs::create_dir_all(h.join("human")).unwrap();
         fs::write(h.join("human/real.md"), "x").unwrap();
         std::os::unix::fs::symlink(h.join("human/real.md"), h.join("human/alias.md")).unwrap();
         assert_eq!(
-            resolve(h, "human/alias.md", false).unwrap_err().code(),
-            "outside_home"
+            resolve(h, "human/alias.md", false).unwrap_err().kind,
+            JailCode::OutsideHome
         );
         std::os::unix::fs::symlink(out.path().join("nowhere"), h.join("human/dangdir")).unwrap();
         let err = resolve(h, "human/dangdir/x.md", true).unwrap_err();
-        assert_eq!(err.code(), "outside_home");
+        assert_eq!(err.kind, JailCode::OutsideHome);
         assert!(
             err.message.contains(&h.display().to_string()),
             "{}",

@@ -12,16 +12,28 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::envelope::{DomainError, ErrorClass};
+
 /// The lock file's and the last-run sidecar's names in the notes home.
 pub use super::artifacts::{LAST_RUN_FILE, LOCK_FILE, SYNC_GATE_FILE};
 
 /// Why the lock was not taken.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another run (live or crashed) holds the lock.
+    #[error(
+        "lock already exists at {}; another dream is running, or a crashed run left it \
+         (verify no dream is running, then remove it by hand)",
+        path.display()
+    )]
     Held { path: PathBuf },
     /// The create failed for another reason (permissions, missing home, …).
-    Io { path: PathBuf, source: io::Error },
+    #[error("could not create the lock {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl LockError {
@@ -29,6 +41,14 @@ impl LockError {
         match self {
             LockError::Held { .. } => "lock_held",
             LockError::Io { .. } => "io_error",
+        }
+    }
+
+    /// A held lock is someone else's run (busy); a failed create is ours.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            LockError::Held { .. } => ErrorClass::Busy,
+            LockError::Io { .. } => ErrorClass::Internal,
         }
     }
 
@@ -40,28 +60,13 @@ impl LockError {
     }
 }
 
-impl std::fmt::Display for LockError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LockError::Held { path } => write!(
-                f,
-                "lock already exists at {}; another dream is running, or a crashed run left it \
-                 (verify no dream is running, then remove it by hand)",
-                path.display()
-            ),
-            LockError::Io { path, source } => {
-                write!(f, "could not create the lock {}: {source}", path.display())
-            }
-        }
+impl DomainError for LockError {
+    fn code(&self) -> &'static str {
+        LockError::code(self)
     }
-}
 
-impl std::error::Error for LockError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LockError::Held { .. } => None,
-            LockError::Io { source, .. } => Some(source),
-        }
+    fn class(&self) -> ErrorClass {
+        LockError::class(self)
     }
 }
 

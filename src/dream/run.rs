@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::gates::{self, MaterialGate, TimeGate};
 use super::lock::{self, LockError};
 use super::{artifacts, audit, journal, playbook, report};
+use crate::envelope::{DomainError, ErrorClass, Refusal};
 
 /// What the caller decides for a run.
 #[derive(Debug, Clone)]
@@ -42,7 +43,7 @@ pub struct Options {
 }
 
 /// Which model the dreamer uses, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DreamerChoice {
     /// A Pi model pattern, or `None` for Pi's automatic choice.
     pub model: Option<String>,
@@ -50,7 +51,7 @@ pub struct DreamerChoice {
 }
 
 /// Where the dreamer's model came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelSource {
     /// `--dreamer`.
@@ -171,10 +172,16 @@ impl FailureCode {
             FailureCode::AuditFailed => "audit_failed",
         }
     }
+
+    /// A failed run is a refusal (exit 1) whatever failed: the lock was released and the
+    /// failure is recorded in the report.
+    pub fn class(self) -> ErrorClass {
+        ErrorClass::Refused
+    }
 }
 
 /// Both gates' verdicts and whether `--force` was given.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Gates {
     pub time: TimeGate,
     pub material: MaterialGate,
@@ -207,7 +214,7 @@ pub enum DreamOutcome {
 }
 
 /// A skipped run's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub outcome: Outcome,
     pub notes_home: PathBuf,
@@ -224,17 +231,24 @@ impl Skipped {
 }
 
 /// Why a run was refused before the lock.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Refused {
     /// The home could not be created or scanned.
+    #[error("{0}")]
     Io(String),
     /// The dreamer cannot start.
+    #[error("{}", unavailable.message)]
     DreamerUnavailable {
         unavailable: Unavailable,
         gates: Gates,
     },
     /// The lock could not be taken (held by another run, or not creatable).
-    Lock { error: LockError, gates: Gates },
+    #[error("{error}")]
+    Lock {
+        #[source]
+        error: LockError,
+        gates: Gates,
+    },
 }
 
 /// The `details` of a refusal before the lock.
@@ -260,11 +274,12 @@ impl Refused {
         }
     }
 
-    pub fn message(&self) -> String {
+    /// A failed create or scan is ours; a lock held by another run is busy.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            Refused::Io(message) => message.clone(),
-            Refused::DreamerUnavailable { unavailable, .. } => unavailable.message.clone(),
-            Refused::Lock { error, .. } => error.to_string(),
+            Refused::Io(_) => ErrorClass::Internal,
+            Refused::DreamerUnavailable { .. } => ErrorClass::Refused,
+            Refused::Lock { error, .. } => error.class(),
         }
     }
 
@@ -285,8 +300,25 @@ impl Refused {
     }
 }
 
+impl DomainError for Refused {
+    fn code(&self) -> &'static str {
+        Refused::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        Refused::class(self)
+    }
+
+    fn to_refusal(&self) -> Refusal {
+        let details = self
+            .details()
+            .and_then(|details| serde_json::to_value(details).ok());
+        Refusal::new(self.code(), self.to_string(), details)
+    }
+}
+
 /// `skipped`, `dreamed` or `failed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Skipped,
@@ -296,7 +328,7 @@ pub enum Outcome {
 
 /// A run that took the lock: the result object of a completed run, and the `details` of a
 /// failed one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Record {
     pub outcome: Outcome,
     pub stamp: String,
@@ -347,7 +379,7 @@ impl Record {
 }
 
 /// What the journal says was attempted.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Changes {
     pub attempted: usize,
     pub applied: usize,

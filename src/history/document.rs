@@ -39,7 +39,8 @@ impl<'s> Loader<'s> {
 }
 
 /// A tool event's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolStatus {
     Ok,
     Error,

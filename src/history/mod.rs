@@ -35,7 +35,7 @@ pub use document::{Document, Loader, ToolFacts, ToolStatus};
 pub use projection::{Event, EventRole, Projection, Window};
 pub use read::ReadOptions;
 
-use crate::envelope::{Refusal, fits};
+use crate::envelope::{DomainError, ErrorClass, Refusal, fits};
 pub use crate::session::{IndexMode, IndexUse};
 use crate::session::{Session, SessionError};
 use crate::words::{plural, seq_range};
@@ -55,50 +55,48 @@ pub struct Rendered {
     pub text: String,
 }
 
-/// Why a history operation refused. Each variant has a stable [`HistoryError::code`].
-#[derive(Debug)]
+/// Why a history operation refused. Each variant has a stable code and class
+/// ([`DomainError`]); its message is the refusal's.
+#[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
-    Session(SessionError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("unknown window_id {}", serde_json::to_string(window_id).unwrap_or_default())]
     UnknownWindowId {
         window_id: String,
         known: Vec<String>,
     },
+    #[error("{0}")]
     InvalidQuery(String),
-    PageTooLarge {
-        rows: usize,
-    },
+    #[error(
+        "{rows} history rows and their fold summary do not fit one response even at their smallest; narrow the range with before/after or read one seq"
+    )]
+    PageTooLarge { rows: usize },
+    #[error("The session identity does not fit one history_windows response.")]
     WindowsTooLarge,
+    #[error("The response metadata leaves no room for a progressing read window.")]
     ReadTooLarge {
         total_chars: usize,
         offset_chars: usize,
     },
     /// Past the highest seq.
-    UnknownSeq {
-        seq: u64,
-        highest_seq: u64,
-    },
+    #[error("unknown seq {seq}: this session's items run 1..{highest_seq}")]
+    UnknownSeq { seq: u64, highest_seq: u64 },
     /// On the branch but no readable event.
-    NoEvent {
-        seq: u64,
-    },
-    NotOnBranch {
-        seq: u64,
-    },
-    NotAnEvent {
-        seq: u64,
-        read_seq: u64,
-    },
+    #[error("seq {seq} is on this branch but carries no readable event")]
+    NoEvent { seq: u64 },
+    #[error("seq {seq} is on another branch and is not readable here")]
+    NotOnBranch { seq: u64 },
+    #[error(
+        "seq {seq} is a tool result already shown inside the call at seq {read_seq}; read that seq instead"
+    )]
+    NotAnEvent { seq: u64, read_seq: u64 },
+    #[error("{}", past.message(Reading::HistoryItem))]
     InvalidOffset {
         seq: u64,
         window_id: String,
         past: PastEnd,
     },
-}
-
-impl From<SessionError> for HistoryError {
-    fn from(e: SessionError) -> Self {
-        HistoryError::Session(e)
-    }
 }
 
 impl HistoryError {
@@ -119,15 +117,18 @@ impl HistoryError {
 
     /// The bounded refusal for the envelope.
     pub fn to_refusal(&self) -> Refusal {
-        let code = self.code();
+        Refusal::new(self.code(), self.to_string(), self.details())
+    }
+
+    /// The structured facts of the refusal.
+    fn details(&self) -> Option<Value> {
         match self {
-            HistoryError::Session(e) => {
-                let details = match e {
-                    SessionError::UnknownLeaf { leaf } => Some(json!({ "leaf": leaf })),
-                    _ => None,
-                };
-                Refusal::new(code, e.to_string(), details)
+            HistoryError::Session(SessionError::UnknownLeaf { leaf }) => {
+                Some(json!({ "leaf": leaf }))
             }
+            HistoryError::Session(_)
+            | HistoryError::InvalidQuery(_)
+            | HistoryError::WindowsTooLarge => None,
             HistoryError::UnknownWindowId { window_id, known } => {
                 let mut details = json!({
                     "window_id": window_id,
@@ -136,76 +137,54 @@ impl HistoryError {
                 if known.len() > KNOWN_WINDOWS_REPORTED {
                     details["known_windows_omitted"] = json!(known.len() - KNOWN_WINDOWS_REPORTED);
                 }
-                Refusal::new(
-                    code,
-                    format!(
-                        "unknown window_id {}",
-                        serde_json::to_string(window_id).unwrap_or_default()
-                    ),
-                    Some(details),
-                )
+                Some(details)
             }
-            HistoryError::InvalidQuery(message) => Refusal::plain(code, message.clone()),
-            HistoryError::PageTooLarge { rows } => Refusal::new(
-                code,
-                format!(
-                    "{rows} history rows and their fold summary do not fit one response even at their smallest; narrow the range with before/after or read one seq"
-                ),
-                Some(json!({ "rows": rows })),
-            ),
-            HistoryError::WindowsTooLarge => Refusal::plain(
-                code,
-                "The session identity does not fit one history_windows response.",
-            ),
+            HistoryError::PageTooLarge { rows } => Some(json!({ "rows": rows })),
             HistoryError::ReadTooLarge {
                 total_chars,
                 offset_chars,
-            } => Refusal::new(
-                code,
-                "The response metadata leaves no room for a progressing read window.",
-                Some(json!({
-                    "total_chars": total_chars,
-                    "offset_chars": offset_chars,
-                    "budget_bytes": crate::envelope::OUTPUT_BUDGET_BYTES,
-                })),
-            ),
-            HistoryError::UnknownSeq { seq, highest_seq } => Refusal::new(
-                code,
-                format!("unknown seq {seq}: this session's items run 1..{highest_seq}"),
-                Some(json!({ "seq": seq, "highest_seq": highest_seq })),
-            ),
-            HistoryError::NoEvent { seq } => Refusal::new(
-                code,
-                format!("seq {seq} is on this branch but carries no readable event"),
-                Some(json!({ "seq": seq })),
-            ),
-            HistoryError::NotOnBranch { seq } => Refusal::new(
-                code,
-                format!("seq {seq} is on another branch and is not readable here"),
-                Some(json!({ "seq": seq })),
-            ),
-            HistoryError::NotAnEvent { seq, read_seq } => Refusal::new(
-                code,
-                format!(
-                    "seq {seq} is a tool result already shown inside the call at seq {read_seq}; read that seq instead"
-                ),
-                Some(json!({ "seq": seq, "read_seq": read_seq })),
-            ),
+            } => Some(json!({
+                "total_chars": total_chars,
+                "offset_chars": offset_chars,
+                "budget_bytes": crate::envelope::OUTPUT_BUDGET_BYTES,
+            })),
+            HistoryError::UnknownSeq { seq, highest_seq } => {
+                Some(json!({ "seq": seq, "highest_seq": highest_seq }))
+            }
+            HistoryError::NoEvent { seq } | HistoryError::NotOnBranch { seq } => {
+                Some(json!({ "seq": seq }))
+            }
+            HistoryError::NotAnEvent { seq, read_seq } => {
+                Some(json!({ "seq": seq, "read_seq": read_seq }))
+            }
             HistoryError::InvalidOffset {
                 seq,
                 window_id,
                 past,
-            } => Refusal::new(
-                code,
-                past.message(Reading::HistoryItem),
-                Some(json!({
-                    "seq": seq,
-                    "window_id": window_id,
-                    "offset_chars": past.offset_chars,
-                    "total_chars": past.total,
-                })),
-            ),
+            } => Some(json!({
+                "seq": seq,
+                "window_id": window_id,
+                "offset_chars": past.offset_chars,
+                "total_chars": past.total,
+            })),
         }
+    }
+}
+
+impl DomainError for HistoryError {
+    fn code(&self) -> &'static str {
+        HistoryError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        match self {
+            HistoryError::Session(e) => e.class(),
+            _ => ErrorClass::Refused,
+        }
+    }
+
+    fn to_refusal(&self) -> Refusal {
+        HistoryError::to_refusal(self)
     }
 }
 
@@ -282,8 +261,8 @@ fn open_testing_lines(
     ))
 }
 
-#[derive(Serialize)]
-struct WindowRow<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WindowRow<'a> {
     window_id: &'a str,
     created_at: Option<&'a str>,
     first_seq: Option<u64>,
@@ -291,12 +270,13 @@ struct WindowRow<'a> {
     item_count: usize,
 }
 
-#[derive(Serialize)]
-struct WindowsData<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WindowsData<'a> {
     session_id: &'a str,
     windows: Vec<WindowRow<'a>>,
     more: usize,
     skipped_lines: u64,
+    #[schemars(with = "crate::session::IndexUse")]
     index: &'static str,
 }
 

@@ -43,14 +43,14 @@ pub struct PageSpec {
 }
 
 /// `nested_calls` of a row: counts only.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct NestedSummary {
     pub call_count: usize,
     pub complete: bool,
 }
 
 /// One event row (docs/spec/history.md §11.1), keys in wire order.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct EventRow {
     pub seq: u64,
     pub window_id: String,
@@ -59,11 +59,13 @@ pub struct EventRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<super::ToolStatus>")]
     pub tool_status: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_truncated: Option<bool>,
     /// Present with `output_truncated`: the path or null.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub full_output_path: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested_calls: Option<NestedSummary>,
@@ -77,18 +79,20 @@ pub struct EventRow {
 }
 
 /// A fold row (docs/spec/history.md §11.2).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct FoldRow {
     pub folded: bool,
     pub first_seq: u64,
     pub last_seq: u64,
     pub count: usize,
+    /// Tool name → how many of the folded events called it.
+    #[schemars(with = "std::collections::BTreeMap<String, u64>")]
     pub tools: Map<String, Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub omitted_tools: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Row {
     Event(EventRow),
@@ -96,7 +100,7 @@ pub enum Row {
 }
 
 /// A page: the data of `history-list` / `history-search`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Page {
     pub items: Vec<Row>,
     pub older_before: Option<u64>,
@@ -104,6 +108,7 @@ pub struct Page {
     pub skipped_lines: u64,
     /// How the session index was used (`built`, `extended`, `reused`, `bypassed`,
     /// `unavailable`).
+    #[schemars(with = "crate::session::IndexUse")]
     pub index: &'static str,
 }
 

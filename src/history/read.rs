@@ -41,8 +41,8 @@ impl ReadOptions {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct NestedCopy {
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct NestedCopy {
     calls: Vec<Value>,
     complete: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,9 +51,10 @@ struct NestedCopy {
     omitted_calls: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct Execution {
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Execution {
     name: String,
+    #[schemars(with = "super::ToolStatus")]
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<Value>,
@@ -67,8 +68,8 @@ struct Execution {
     nested_calls: Option<NestedCopy>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct ReadWindow<'a> {
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ReadWindow<'a> {
     text: &'a str,
     offset_chars: usize,
     total_chars: usize,
@@ -76,8 +77,8 @@ struct ReadWindow<'a> {
     limited_by: Option<LimitedBy>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-struct ReadData<'a> {
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ReadData<'a> {
     seq: u64,
     window_id: &'a str,
     role: EventRole,
@@ -86,6 +87,7 @@ struct ReadData<'a> {
     execution: Option<&'a Execution>,
     window: ReadWindow<'a>,
     skipped_lines: u64,
+    #[schemars(with = "crate::session::IndexUse")]
     index: &'static str,
 }
 

@@ -5,6 +5,8 @@
 use std::fmt;
 use std::io;
 
+use crate::envelope::{DomainError, ErrorClass, Refusal};
+
 /// What went wrong, as a stable code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -47,6 +49,14 @@ impl ErrorKind {
             ErrorKind::PathEscapesRoot => "path_escapes_root",
             ErrorKind::OutputTooLarge => "output_too_large",
             ErrorKind::Io => "io_error",
+        }
+    }
+
+    /// Every notes refusal is the caller's to fix, except a failing filesystem.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            ErrorKind::Io => ErrorClass::Internal,
+            _ => ErrorClass::Refused,
         }
     }
 }
@@ -115,6 +125,21 @@ impl std::error::Error for NoteError {
         self.source
             .as_ref()
             .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl DomainError for NoteError {
+    fn code(&self) -> &'static str {
+        self.kind.code()
+    }
+
+    fn class(&self) -> ErrorClass {
+        self.kind.class()
+    }
+
+    fn to_refusal(&self) -> Refusal {
+        let (code, message, details) = super::wire::refusal_parts(self);
+        Refusal::new(code, message, details)
     }
 }
 

@@ -2,11 +2,12 @@
 //! resolved against, plus the two derivations the CLI uses to build one (`slugify`,
 //! `project_key`). Construction validates every field; nothing here reads the environment.
 
-use std::fmt;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use sha1::{Digest, Sha1};
+
+use crate::envelope::{DomainError, ErrorClass, Refusal};
 
 /// The identity a [`crate::notes::Store`] resolves addresses against.
 ///
@@ -25,20 +26,32 @@ pub struct Identity {
     pub model: String,
 }
 
-/// A field of an [`Identity`] that does not satisfy its rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A field of an [`Identity`] that does not satisfy its rule: `invalid_identity`, a malformed
+/// request (the flags or environment that name the identity).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct IdentityError {
     pub field: &'static str,
     pub message: String,
 }
 
-impl fmt::Display for IdentityError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+impl DomainError for IdentityError {
+    fn code(&self) -> &'static str {
+        "invalid_identity"
+    }
+
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Usage
+    }
+
+    fn to_refusal(&self) -> Refusal {
+        Refusal::new(
+            self.code(),
+            self.message.clone(),
+            Some(serde_json::json!({"field": self.field})),
+        )
     }
 }
-
-impl std::error::Error for IdentityError {}
 
 impl Identity {
     /// Validate and build an identity.

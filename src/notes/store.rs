@@ -48,7 +48,8 @@ pub struct Store {
 }
 
 /// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum WriteOutcome {
     Created,
     Overwritten,
@@ -93,7 +94,8 @@ pub struct UpdateOptions {
     pub replace_all: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     None,
     Body,

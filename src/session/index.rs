@@ -46,7 +46,8 @@ pub enum IndexMode<'a> {
 }
 
 /// How a call used the index (`data.index` of every history result).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum IndexUse {
     /// No valid index existed; one was written from a full read.
     Built,

@@ -39,21 +39,31 @@ use std::path::{Path, PathBuf};
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
+
+use crate::envelope::{DomainError, ErrorClass};
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 
 /// Why a session could not be read. Each variant has a stable [`SessionError::code`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// The file does not exist.
+    #[error("session file {} does not exist", path.display())]
     NotFound { path: PathBuf },
     /// The file has no `session` header as its first JSON object (or has no JSON at all).
+    #[error(
+        "{} is not a Pi session: its first JSON line is not a session header with a string id",
+        path.display()
+    )]
     NotASession { path: PathBuf },
     /// `--leaf` names no entry of the file.
+    #[error("leaf {leaf:?} names no entry of this session")]
     UnknownLeaf { leaf: String },
     /// Reading failed.
+    #[error("could not read {}: {source}", path.display())]
     Io {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
 }
@@ -68,30 +78,25 @@ impl SessionError {
             SessionError::Io { .. } => "io_error",
         }
     }
-}
 
-impl std::fmt::Display for SessionError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    /// What kind of refusal the code is: a read that failed is ours, the rest the caller's.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            SessionError::NotFound { path } => {
-                write!(f, "session file {} does not exist", path.display())
-            }
-            SessionError::NotASession { path } => write!(
-                f,
-                "{} is not a Pi session: its first JSON line is not a session header with a string id",
-                path.display()
-            ),
-            SessionError::UnknownLeaf { leaf } => {
-                write!(f, "leaf {leaf:?} names no entry of this session")
-            }
-            SessionError::Io { path, source } => {
-                write!(f, "could not read {}: {source}", path.display())
-            }
+            SessionError::Io { .. } => ErrorClass::Internal,
+            _ => ErrorClass::Refused,
         }
     }
 }
 
-impl std::error::Error for SessionError {}
+impl DomainError for SessionError {
+    fn code(&self) -> &'static str {
+        SessionError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        SessionError::class(self)
+    }
+}
 
 /// The header line.
 #[derive(Debug, Clone, PartialEq)]

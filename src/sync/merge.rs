@@ -35,7 +35,7 @@ use crate::notes::frontmatter;
 use crate::notes::note::parse_stamp;
 
 /// Why a file could not be merged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConflictReason {
     /// Both sides changed the same lines of the body (or of a file without frontmatter).

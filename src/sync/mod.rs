@@ -35,6 +35,7 @@ use git2::{Index, Oid, Repository};
 use serde::Serialize;
 
 use crate::dream::{audit, lock};
+use crate::envelope::{DomainError, ErrorClass};
 
 /// This machine's synced line.
 pub const LOCAL_REF: &str = "refs/pi-context/sync/local";
@@ -69,34 +70,59 @@ pub struct Options<'a> {
 }
 
 /// Why a sync did not complete.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum SyncError {
     /// `.dream.lock` exists: a dream or another sync is running, or one crashed.
+    #[error(
+        "lock already exists at {}; a dream or a sync is running, or a crashed run left it \
+         (verify none is running, then remove it by hand)",
+        path.display()
+    )]
     LockHeld { path: PathBuf },
     /// No `--remote`, no setting, and no remote named `origin`.
+    #[error(
+        "no remote: pass --remote NAME|URL, set pi-context.syncRemote in Pi's settings, \
+         or add a Git remote named origin to the notes home"
+    )]
     NoRemote,
     /// The branch name is not a valid Git branch name.
+    #[error("invalid request: {0:?} is not a valid branch name")]
     InvalidBranch(String),
     /// The URL needs a transport this build of libgit2 lacks.
+    #[error(
+        "{url}: this build of pi-context has no {transport} transport; use a file path, \
+         file:// or git:// URL (see docs/protocol.md, sync)"
+    )]
     UnsupportedTransport {
         url: String,
         transport: &'static str,
     },
     /// The remote cannot be reached (network, a missing path, an unmounted disk).
+    #[error("cannot reach the remote {url}: {message}")]
     Unreachable { url: String, message: String },
     /// The remote's branch is not a descendant of what this machine last synced.
+    #[error(
+        "the remote {url} was rewritten: its branch ({}) does not descend from {last_synced}, \
+         which this machine last synced; nothing was changed. If the rewrite was meant, \
+         run again with --adopt-remote (the old line is kept under a tag)",
+        remote_tip.as_deref().unwrap_or("deleted")
+    )]
     RemoteRewritten {
         url: String,
         remote_tip: Option<String>,
         last_synced: String,
     },
     /// The remote refused the push for another reason than having moved.
+    #[error("the remote {url} refused the push: {message}")]
     PushRejected { url: String, message: String },
     /// The remote moved under every one of our rounds.
+    #[error("the remote {url} moved during each of {MAX_ROUNDS} rounds; try again later")]
     RemoteBusy { url: String },
     /// The home's repository cannot be used (e.g. `.git` is a file).
+    #[error("the notes home's repository: {0}")]
     Repository(String),
     /// A local Git or file-system failure.
+    #[error("{0}")]
     Io(String),
 }
 
@@ -115,57 +141,34 @@ impl SyncError {
             SyncError::Io(_) => "io_error",
         }
     }
-}
 
-impl std::fmt::Display for SyncError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    /// What kind of refusal the code is: a bad branch name is a malformed request; a held
+    /// lock or a remote that kept moving is busy; an unreachable remote is unavailable; a
+    /// local failure is ours.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            SyncError::LockHeld { path } => write!(
-                f,
-                "lock already exists at {}; a dream or a sync is running, or a crashed run left it \
-                 (verify none is running, then remove it by hand)",
-                path.display()
-            ),
-            SyncError::NoRemote => f.write_str(
-                "no remote: pass --remote NAME|URL, set pi-context.syncRemote in Pi's settings, \
-                 or add a Git remote named origin to the notes home",
-            ),
-            SyncError::InvalidBranch(b) => {
-                write!(f, "invalid request: {b:?} is not a valid branch name")
-            }
-            SyncError::UnsupportedTransport { url, transport } => write!(
-                f,
-                "{url}: this build of pi-context has no {transport} transport; use a file path, \
-                 file:// or git:// URL (see docs/protocol.md, sync)"
-            ),
-            SyncError::Unreachable { url, message } => {
-                write!(f, "cannot reach the remote {url}: {message}")
-            }
-            SyncError::RemoteRewritten {
-                url,
-                remote_tip,
-                last_synced,
-            } => write!(
-                f,
-                "the remote {url} was rewritten: its branch ({}) does not descend from {last_synced}, \
-                 which this machine last synced; nothing was changed. If the rewrite was meant, \
-                 run again with --adopt-remote (the old line is kept under a tag)",
-                remote_tip.as_deref().unwrap_or("deleted")
-            ),
-            SyncError::PushRejected { url, message } => {
-                write!(f, "the remote {url} refused the push: {message}")
-            }
-            SyncError::RemoteBusy { url } => write!(
-                f,
-                "the remote {url} moved during each of {MAX_ROUNDS} rounds; try again later"
-            ),
-            SyncError::Repository(m) => write!(f, "the notes home's repository: {m}"),
-            SyncError::Io(m) => f.write_str(m),
+            SyncError::InvalidBranch(_) => ErrorClass::Usage,
+            SyncError::LockHeld { .. } | SyncError::RemoteBusy { .. } => ErrorClass::Busy,
+            SyncError::Unreachable { .. } => ErrorClass::Unavailable,
+            SyncError::Io(_) => ErrorClass::Internal,
+            SyncError::NoRemote
+            | SyncError::UnsupportedTransport { .. }
+            | SyncError::RemoteRewritten { .. }
+            | SyncError::PushRejected { .. }
+            | SyncError::Repository(_) => ErrorClass::Refused,
         }
     }
 }
 
-impl std::error::Error for SyncError {}
+impl DomainError for SyncError {
+    fn code(&self) -> &'static str {
+        SyncError::code(self)
+    }
+
+    fn class(&self) -> ErrorClass {
+        SyncError::class(self)
+    }
+}
 
 impl From<git2::Error> for SyncError {
     fn from(e: git2::Error) -> Self {
@@ -180,7 +183,7 @@ impl From<std::io::Error> for SyncError {
 }
 
 /// The remote as resolved.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct RemoteInfo {
     /// The Git remote's name, when one was used.
     pub name: Option<String>,
@@ -188,7 +191,7 @@ pub struct RemoteInfo {
 }
 
 /// How the local line and the remote's branch came together.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Integration {
     /// Nothing on either side to exchange.
@@ -202,7 +205,7 @@ pub enum Integration {
 }
 
 /// One conflict: the live note kept this machine's version; the other side is beside it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Conflict {
     /// The live note, relative to the home.
     pub path: String,
@@ -215,7 +218,7 @@ pub struct Conflict {
 }
 
 /// What a sync did, in numbers.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Counts {
     /// Files changed on this machine since its last sync (committed in this run).
     pub local_changes: usize,
@@ -235,7 +238,7 @@ pub struct Counts {
 }
 
 /// A completed sync.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Outcome {
     pub notes_home: PathBuf,
     pub remote: RemoteInfo,

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::LOCAL_REF;
 
 /// One remote branch this home has synced with.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct RemoteState {
     /// The remote's key in our refs (first 16 hex of the SHA-1 of its URL).
     pub key: String,
@@ -23,7 +23,7 @@ pub struct RemoteState {
 }
 
 /// The sync state of a home.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct SyncState {
     /// The tip of this machine's synced line (`null`: never synced).
     pub local_head: Option<String>,

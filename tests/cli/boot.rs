@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, redact, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 const SESSION: &str = "0123456789abcdef-session";
 const PROJECT: &str = "demo-1a2b3c4d";
@@ -70,8 +70,9 @@ impl Store {
         run(cmd, request)
     }
 
-    fn redacted(&self, text: &str) -> String {
-        redact(text, self.dir.path(), "[TMP]")
+    /// Snapshots name the store's temp directory `[TMP]`.
+    fn norm(&self) -> Normaliser {
+        Normaliser::new().path(self.dir.path(), "[TMP]")
     }
 }
 
@@ -217,8 +218,8 @@ fn unreadable_homes_are_omitted_with_a_retry_notice() {
     std::os::unix::fs::symlink(&model, &model).unwrap();
     let (text, data) = both(&store, &[]);
     insta::assert_snapshot!(text);
-    let data = store.redacted(&serde_json::to_string_pretty(&data).unwrap());
-    insta::assert_snapshot!(data);
+    let data = serde_json::to_string_pretty(&data).unwrap();
+    store.norm().bind(|| insta::assert_snapshot!(data));
     assert!(text.contains("## The human | @human"));
     assert!(text.contains("Goal: boot") || text.contains("checkpoint-boot-render.md"));
 }
@@ -349,7 +350,7 @@ fn refusals() {
         ("unknown binding", vec![], r#"{"tools": {"shell": "bash"}}"#),
     ] {
         let out = store.render(&extra, stdin);
-        transcripts.push(format!("## {label}\n{}", store.redacted(&out.transcript())));
+        transcripts.push(format!("## {label}\n{}", out.transcript()));
     }
     let mut cmd = pi_context(store.dir.path());
     cmd.args(["boot-render", "--session-id", "a/b"]);
@@ -359,7 +360,9 @@ fn refusals() {
     cmd.arg("boot-render");
     let out = run(cmd, "");
     assert_eq!(out.code, 2, "missing --session-id is a usage error");
-    insta::assert_snapshot!(transcripts.join("\n"));
+    store
+        .norm()
+        .bind(|| insta::assert_snapshot!(transcripts.join("\n")));
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, redact, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 /// A temp HOME with optional global (`<home>/agent/settings.json`) and project
 /// (`<home>/proj/.pi/settings.json`) settings.
@@ -42,8 +42,9 @@ impl World {
         run(cmd, &request.to_string())
     }
 
-    fn redacted(&self, run: &Run) -> String {
-        redact(&run.transcript(), self.home(), "[HOME]")
+    /// Snapshots name the temp home `[HOME]`.
+    fn norm(&self) -> Normaliser {
+        Normaliser::new().path(self.home(), "[HOME]")
     }
 }
 
@@ -208,7 +209,9 @@ fn invalid_settings_values_fall_back_with_one_warning_each() {
         None,
     );
     let out = world.check(&[], &json!({"usage": usage_at(35_000), "model": "acme/x"}));
-    insta::assert_snapshot!(world.redacted(&out));
+    world
+        .norm()
+        .bind(|| insta::assert_snapshot!(out.transcript()));
     let data = &out.json()["data"];
     assert_eq!(data["warnings"].as_array().unwrap().len(), 5);
     assert_eq!(
@@ -224,7 +227,9 @@ fn malformed_settings_file_gives_defaults_and_one_warning() {
         Some(r#"{"pi-context": {"dreamer": "p/m"}}"#),
     );
     let out = world.check(&["--settings-only"], &json!(null));
-    insta::assert_snapshot!(world.redacted(&out));
+    world
+        .norm()
+        .bind(|| insta::assert_snapshot!(out.transcript()));
     let data = &out.json()["data"];
     assert_eq!(data["warnings"].as_array().unwrap().len(), 1);
     assert_eq!(
@@ -263,7 +268,9 @@ fn settings_only_text_for_shell_users() {
         None,
     );
     let out = world.check(&["--settings-only", "--format", "text"], &json!(null));
-    insta::assert_snapshot!(world.redacted(&out));
+    world
+        .norm()
+        .bind(|| insta::assert_snapshot!(out.transcript()));
 }
 
 #[test]
@@ -302,7 +309,9 @@ fn warning_result_in_both_formats() {
         &["--format", "both"],
         &json!({"usage": usage_at(30_000), "model": "acme/x", "window": {"reminder_shown": true}}),
     );
-    insta::assert_snapshot!(world.redacted(&out));
+    world
+        .norm()
+        .bind(|| insta::assert_snapshot!(out.transcript()));
     let text = out.json()["text"].as_str().unwrap().to_string();
     assert_eq!(text, "{\n  \"remaining_tokens\": 0\n}");
 }
@@ -356,7 +365,9 @@ fn close_out_request_hands_out_the_close_out_text_whatever_the_budget() {
         &["--format", "both"],
         &json!({"usage": null, "close_out": true, "window": {"warning_shown": true}}),
     );
-    insta::assert_snapshot!(world.redacted(&out));
+    world
+        .norm()
+        .bind(|| insta::assert_snapshot!(out.transcript()));
     let data = &out.json()["data"];
     assert_eq!(data["decision"], "none");
     assert_eq!(data["automatic"], false);

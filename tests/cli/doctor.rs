@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, redact, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 const TS: &str = "2026-11-01T09:30:00.000+00:00";
 const LOCK: &str = "4242 0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
@@ -155,8 +155,9 @@ fn message_of(run: &Run, index: usize) -> String {
         .to_string()
 }
 
-fn transcript(run: &Run, dir: &Path) -> String {
-    redact(&run.transcript(), dir, "[TMP]")
+/// Snapshots name the temp directory `[TMP]`.
+fn norm(dir: &Path) -> Normaliser {
+    Normaliser::new().path(dir, "[TMP]")
 }
 
 // ---- clean store ------------------------------------------------------------------------
@@ -169,7 +170,12 @@ fn clean_store_exits_zero_json() {
     let data = &out.json()["data"];
     assert_eq!(data["counts"]["notes"], json!(9));
     assert_eq!(data["counts"]["maps"], json!(2));
-    insta::assert_snapshot!("clean_json", transcript(&out, dir.path()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 0
+        --- stdout
+        {"ok":true,"data":{"home":"[TMP]/notes","clean":true,"counts":{"notes":9,"maps":2,"addresses_checked":9,"addresses_skipped":2,"issues":0},"issues_by_kind":{},"issues":[],"omitted_issues":0}}
+        --- stderr
+        "#));
 }
 
 #[test]
@@ -178,7 +184,14 @@ fn clean_store_text() {
     let out = doctor_with(&home, &["--format", "text"], "{}");
     assert_eq!(out.code, 0);
     assert!(out.stdout.starts_with("doctor: OK ("));
-    insta::assert_snapshot!("clean_text", transcript(&out, dir.path()));
+    norm(dir.path()).bind(|| {
+        insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 0
+        --- stdout
+        doctor: OK ([TMP]/notes): 9 notes (2 maps), 9 addresses checked, 2 skipped (@self/, @model/)
+        --- stderr
+        "#)
+    });
 }
 
 #[test]
@@ -196,10 +209,14 @@ fn home_missing_is_reported_and_not_created() {
     let out = doctor(&home, "");
     assert_eq!(issues(&out), pairs(&[(".", "home_missing")]));
     assert!(!home.exists(), "doctor created the home");
-    insta::assert_snapshot!("home_missing_text", {
-        let out = doctor_with(&home, &["--format", "text"], "");
-        transcript(&out, dir.path())
-    });
+    let out = doctor_with(&home, &["--format", "text"], "");
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 1
+        --- stdout
+        .: cannot inspect: the notes home does not exist (doctor does not create it)
+        doctor: 1 issue ([TMP]/absent): 0 notes (0 maps), 0 addresses checked, 0 skipped (@self/, @model/)
+        --- stderr
+        "#));
     assert!(!home.exists());
 }
 
@@ -674,14 +691,9 @@ fn messy_store_json_snapshot() {
     let (dir, home) = store(messy_store);
     let out = doctor(&home, "");
     assert_eq!(out.code, 1);
-    insta::assert_snapshot!("messy_json", {
-        let pretty = serde_json::to_string_pretty(&out.json()).unwrap();
-        redact(
-            &format!("exit: {}\n{pretty}\n--- stderr\n{}", out.code, out.stderr),
-            dir.path(),
-            "[TMP]",
-        )
-    });
+    let pretty = serde_json::to_string_pretty(&out.json()).unwrap();
+    let transcript = format!("exit: {}\n{pretty}\n--- stderr\n{}", out.code, out.stderr);
+    norm(dir.path()).bind(|| insta::assert_snapshot!("messy_json", transcript));
 }
 
 #[test]
@@ -689,7 +701,7 @@ fn messy_store_text_snapshot() {
     let (dir, home) = store(messy_store);
     let out = doctor_with(&home, &["--format", "text"], "");
     assert_eq!(out.code, 1);
-    insta::assert_snapshot!("messy_text", transcript(&out, dir.path()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!("messy_text", out.transcript()));
 }
 
 #[test]
@@ -738,7 +750,12 @@ fn usage_errors_exit_two() {
     assert_eq!(malformed.json()["error"]["code"], json!("invalid_request"));
     let unknown = doctor(&home, r#"{"repair":true}"#);
     assert_eq!(unknown.code, 2);
-    insta::assert_snapshot!("unknown_field", transcript(&unknown, dir.path()));
+    norm(dir.path()).bind(|| insta::assert_snapshot!(unknown.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: unknown field `repair`, expected `all_issues` at line 1 column 9"}}
+        --- stderr
+        "#));
     let wrong_type = doctor(&home, r#"{"all_issues":"yes"}"#);
     assert_eq!(wrong_type.code, 2);
     let bad_flag = doctor_with(&home, &["--fix"], "");

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, redact, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 /// A notes home with hand-written notes (as a human or another tool leaves them).
 struct Home {
@@ -56,9 +56,14 @@ impl Home {
         out.json()["data"].clone()
     }
 
+    /// Snapshots name the temp directory `[TMP]`.
+    fn norm(&self) -> Normaliser {
+        Normaliser::new().path(self.dir.path(), "[TMP]")
+    }
+
     fn text(&self, verb: &str, request: &str) -> String {
         let out = self.call("text", verb, request);
-        redact(&out.stdout, self.dir.path(), "[TMP]")
+        out.stdout
     }
 }
 
@@ -108,7 +113,14 @@ fn notes_without_a_readable_updated_at_are_dated_by_their_file_never_1970() {
         let updated = file["updated_at"].as_str().unwrap();
         assert!(!updated.starts_with("1970"), "{file}");
     }
-    insta::assert_snapshot!(home.text("notes-list", ""));
+    home.norm().bind(|| {
+        insta::assert_snapshot!(home.text("notes-list", ""), @r#"
+    3 notes
+    - @human/bare.md | updated 2026-05-05T10:00:00.000+00:00
+    - @human/epoch.md | updated 2026-05-05T10:00:00.000+00:00
+    - @human/dated.md | updated 2026-01-01T00:00:00.000+00:00
+    "#)
+    });
 }
 
 #[test]
@@ -243,7 +255,19 @@ fn words_read_right_in_the_singular() {
         "{}",
         out.stdout
     );
-    insta::assert_snapshot!(list + "\n---\n" + &search);
+    home.norm().bind(|| {
+        insta::assert_snapshot!(list + "\n---\n" + &search, @r#"
+    1 note
+    - @human/live.md | updated 2026-05-05T10:00:00.000+00:00
+    1 crumpled note hidden; pass wastebasket to list it
+
+    ---
+    1 file
+    - @human/live.md | updated 2026-05-05T10:00:00.000+00:00 | 1 match
+      line 1 at offset_chars 5: live needle
+    1 crumpled note not searched; pass wastebasket to search it
+    "#)
+    });
 }
 
 #[test]

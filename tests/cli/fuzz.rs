@@ -12,7 +12,7 @@ use clap::Parser;
 use pi_context::cli::{Cli, Ctx, Format, Io, run};
 use serde_json::{Value, json};
 
-use crate::support::{NOW, pi_context};
+use crate::support::{NOW, args_of, check_envelope, pi_context};
 
 /// Mutated requests per subcommand, in-process.
 const IN_PROCESS: usize = 300;
@@ -400,7 +400,9 @@ fn a_process_level_sample_never_crashes_or_dies_by_signal() {
             let stdin = mutate(&mut rng, &base);
             let mut cmd = pi_context(world.dir.path());
             cmd.args(world.args(command));
+            let args = args_of(&cmd);
             let output = cmd.write_stdin(stdin.clone()).output().unwrap();
+            check_envelope(&args, &String::from_utf8_lossy(&output.stdout));
             let code = output.status.code();
             assert!(
                 matches!(code, Some(0..=2)),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use pi_context::history::{self, EventRole, ListOptions, ReadOptions};
 use serde_json::{Value, json};
 
-use crate::support::{Run, pi_context, run};
+use crate::support::{Normaliser, Run, pi_context, run};
 
 const FIXTURES: &[&str] = &[
     "basic.jsonl",
@@ -575,12 +575,16 @@ fn crafted(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {
     path
 }
 
+/// Snapshots name the temp directory `[TMP]` and the fixtures directory `[FIXTURES]/`.
+fn norm(dir: &Path) -> Normaliser {
+    Normaliser::new()
+        .path(dir, "[TMP]")
+        .path(&fixture(""), "[FIXTURES]/")
+}
+
+/// A file snapshot of a run's transcript (long ones; short ones are inline).
 fn snapshot(name: &str, out: &Run, dir: &Path) {
-    let transcript = out
-        .transcript()
-        .replace(&dir.display().to_string(), "[TMP]")
-        .replace(&fixture("").display().to_string(), "[FIXTURES]/");
-    insta::assert_snapshot!(name, transcript);
+    norm(dir).bind(|| insta::assert_snapshot!(name, out.transcript()));
 }
 
 fn both(command: &str, session: &Path, extra: &[&str], request: &str) -> Run {
@@ -598,11 +602,18 @@ fn snapshots_history_windows() {
         &both("history-windows", &reset, &[], "{}"),
         dir.path(),
     );
-    snapshot(
-        "windows_ok_text",
-        &hist("history-windows", &reset, &["--format", "text"], "{}"),
-        dir.path(),
-    );
+    let run = hist("history-windows", &reset, &["--format", "text"], "{}");
+    norm(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 0
+        --- stdout
+        session 01a22b39-c2d9-7247-9208-1cbe364aa249
+        window pcw:01a22b39:root | seqs 1-17 | 13 events
+        window pcw:01a22b39:97bfc6ba | seqs 18-34 | 14 events
+        window pcw:01a22b39:c2014c22 | seqs 35-43 | 8 events
+        --- stderr
+        "#)
+    });
     let huge_id = "x".repeat(40_000);
     let huge = crafted(
         dir.path(),
@@ -610,37 +621,50 @@ fn snapshots_history_windows() {
         &[json!({"type":"session","version":3,"id":huge_id})],
     );
     let out = both("history-windows", &huge, &[], "{}");
-    snapshot("windows_output_too_large", &out, dir.path());
-    snapshot(
-        "windows_invalid_request",
-        &both("history-windows", &reset, &[], r#"{"limit":1}"#),
-        dir.path(),
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"output_too_large","message":"The session identity does not fit one history_windows response."},"text":"error: output_too_large: The session identity does not fit one history_windows response."}
+        --- stderr
+        "#));
+    let run = both("history-windows", &reset, &[], r#"{"limit":1}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: unknown field `limit`, there are no fields at line 1 column 8"},"text":"error: invalid_request: unknown field `limit`, there are no fields at line 1 column 8"}
+        --- stderr
+        "#));
+    let run = both(
+        "history-windows",
+        &dir.path().join("missing.jsonl"),
+        &[],
+        "{}",
     );
-    snapshot(
-        "windows_session_not_found",
-        &both(
-            "history-windows",
-            &dir.path().join("missing.jsonl"),
-            &[],
-            "{}",
-        ),
-        dir.path(),
-    );
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"session_not_found","message":"session file [TMP]/missing.jsonl does not exist"},"text":"error: session_not_found: session file [TMP]/missing.jsonl does not exist"}
+        --- stderr
+        "#));
     let not_session = crafted(
         dir.path(),
         "not-session.jsonl",
         &[json!({"type":"message"})],
     );
-    snapshot(
-        "windows_not_a_session",
-        &both("history-windows", &not_session, &[], "{}"),
-        dir.path(),
-    );
-    snapshot(
-        "windows_unknown_leaf",
-        &both("history-windows", &reset, &["--leaf", "nope"], "{}"),
-        dir.path(),
-    );
+    let run = both("history-windows", &not_session, &[], "{}");
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"not_a_session","message":"[TMP]/not-session.jsonl is not a Pi session: its first JSON line is not a session header with a string id"},"text":"error: not_a_session: [TMP]/not-session.jsonl is not a Pi session: its first JSON line is not a session header with a string id"}
+        --- stderr
+        "#));
+    let run = both("history-windows", &reset, &["--leaf", "nope"], "{}");
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"unknown_leaf","message":"leaf \"nope\" names no entry of this session","details":{"leaf":"nope"}},"text":"error: unknown_leaf: leaf \"nope\" names no entry of this session {\"leaf\":\"nope\"}"}
+        --- stderr
+        "#));
 }
 
 #[test]
@@ -667,11 +691,13 @@ fn snapshots_history_list() {
         ),
         dir.path(),
     );
-    snapshot(
-        "list_unknown_window_id",
-        &both("history-list", &reset, &[], r#"{"window_id":"nope"}"#),
-        dir.path(),
-    );
+    let run = both("history-list", &reset, &[], r#"{"window_id":"nope"}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"unknown_window_id","message":"unknown window_id \"nope\"","details":{"window_id":"nope","known_windows":["pcw:01a22b39:root","pcw:01a22b39:97bfc6ba","pcw:01a22b39:c2014c22"]}},"text":"error: unknown_window_id: unknown window_id \"nope\" {\"window_id\":\"nope\",\"known_windows\":[\"pcw:01a22b39:root\",\"pcw:01a22b39:97bfc6ba\",\"pcw:01a22b39:c2014c22\"]}"}
+        --- stderr
+        "#));
     let huge_window = "w".repeat(40_000);
     let page_too_large = crafted(
         dir.path(),
@@ -684,7 +710,12 @@ fn snapshots_history_list() {
     );
     let out = both("history-list", &page_too_large, &[], "{}");
     assert_eq!(out.json()["error"]["code"], "page_too_large");
-    snapshot("list_page_too_large", &out, dir.path());
+    norm(dir.path()).bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"page_too_large","message":"1 history rows and their fold summary do not fit one response even at their smallest; narrow the range with before/after or read one seq","details":{"rows":1}},"text":"error: page_too_large: 1 history rows and their fold summary do not fit one response even at their smallest; narrow the range with before/after or read one seq {\"rows\":1}"}
+        --- stderr
+        "#));
     for (name, request) in [
         ("list_invalid_request_limit_zero", r#"{"limit":0}"#),
         ("list_invalid_request_unknown_field", r#"{"cursor":"x"}"#),
@@ -721,41 +752,53 @@ fn snapshots_history_search() {
         ),
         dir.path(),
     );
-    snapshot(
-        "search_no_hits_text",
-        &hist(
-            "history-search",
-            &basic,
-            &["--format", "text"],
-            r#"{"query":"no such words anywhere"}"#,
-        ),
-        dir.path(),
+    let run = hist(
+        "history-search",
+        &basic,
+        &["--format", "text"],
+        r#"{"query":"no such words anywhere"}"#,
     );
-    snapshot(
-        "search_unknown_window_id",
-        &both(
-            "history-search",
-            &basic,
-            &[],
-            r#"{"query":"","window_id":"nope"}"#,
-        ),
-        dir.path(),
+    norm(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 0
+        --- stdout
+        no events match this selection
+        --- stderr
+        "#)
+    });
+    let run = both(
+        "history-search",
+        &basic,
+        &[],
+        r#"{"query":"","window_id":"nope"}"#,
     );
-    snapshot(
-        "search_invalid_query",
-        &both("history-search", &basic, &[], r#"{"query":["a",""]}"#),
-        dir.path(),
-    );
-    snapshot(
-        "search_invalid_request_missing_query",
-        &both("history-search", &basic, &[], r#"{}"#),
-        dir.path(),
-    );
-    snapshot(
-        "search_invalid_request_empty_array",
-        &both("history-search", &basic, &[], r#"{"query":[]}"#),
-        dir.path(),
-    );
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"unknown_window_id","message":"unknown window_id \"nope\"","details":{"window_id":"nope","known_windows":["pcw:01a22b39:root"]}},"text":"error: unknown_window_id: unknown window_id \"nope\" {\"window_id\":\"nope\",\"known_windows\":[\"pcw:01a22b39:root\"]}"}
+        --- stderr
+        "#));
+    let run = both("history-search", &basic, &[], r#"{"query":["a",""]}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_query","message":"query strings must be non-empty: an empty query matches everything"},"text":"error: invalid_query: query strings must be non-empty: an empty query matches everything"}
+        --- stderr
+        "#));
+    let run = both("history-search", &basic, &[], r#"{}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: query is required"},"text":"error: invalid_request: query is required"}
+        --- stderr
+        "#));
+    let run = both("history-search", &basic, &[], r#"{"query":[]}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: query must be a string or a non-empty array of strings"},"text":"error: invalid_request: query must be a string or a non-empty array of strings"}
+        --- stderr
+        "#));
 }
 
 #[test]
@@ -772,43 +815,57 @@ fn snapshots_history_read() {
         ),
         dir.path(),
     );
-    snapshot(
-        "read_tool_event_text_tail",
-        &hist(
-            "history-read",
-            &basic,
-            &["--format", "text"],
-            r#"{"seq":8,"offset_chars":-40}"#,
-        ),
-        dir.path(),
+    let run = hist(
+        "history-read",
+        &basic,
+        &["--format", "text"],
+        r#"{"seq":8,"offset_chars":-40}"#,
     );
-    snapshot(
-        "read_unknown_seq",
-        &both("history-read", &basic, &[], r#"{"seq":39}"#),
-        dir.path(),
+    norm(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 0
+        --- stdout
+        seq 8 | window pcw:01a22b39:root | tool
+        tool read | status ok
+
+        guages: 日本語のテキスト、中文字符, 한국어, שלום مرحبا.
+
+        --- stderr
+        "#)
+    });
+    let run = both("history-read", &basic, &[], r#"{"seq":39}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"unknown_seq","message":"unknown seq 39: this session's items run 1..38","details":{"seq":39,"highest_seq":38}},"text":"error: unknown_seq: unknown seq 39: this session's items run 1..38 {\"seq\":39,\"highest_seq\":38}"}
+        --- stderr
+        "#));
+    let run = both(
+        "history-read",
+        &fixture("branched.jsonl"),
+        &[],
+        r#"{"seq":12}"#,
     );
-    snapshot(
-        "read_not_on_branch",
-        &both(
-            "history-read",
-            &fixture("branched.jsonl"),
-            &[],
-            r#"{"seq":12}"#,
-        ),
-        dir.path(),
-    );
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"not_on_branch","message":"seq 12 is on another branch and is not readable here","details":{"seq":12}},"text":"error: not_on_branch: seq 12 is on another branch and is not readable here {\"seq\":12}"}
+        --- stderr
+        "#));
     let opened = history::open(&basic, None).unwrap();
     let (&result, _) = opened.projection.paired_results.iter().min().unwrap();
-    snapshot(
-        "read_not_an_event",
-        &both(
-            "history-read",
-            &basic,
-            &[],
-            &format!(r#"{{"seq":{result}}}"#),
-        ),
-        dir.path(),
+    let run = both(
+        "history-read",
+        &basic,
+        &[],
+        &format!(r#"{{"seq":{result}}}"#),
     );
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"not_an_event","message":"seq 4 is a tool result already shown inside the call at seq 3; read that seq instead","details":{"seq":4,"read_seq":3}},"text":"error: not_an_event: seq 4 is a tool result already shown inside the call at seq 3; read that seq instead {\"seq\":4,\"read_seq\":3}"}
+        --- stderr
+        "#));
     snapshot(
         "read_invalid_offset",
         &both(
@@ -828,28 +885,34 @@ fn snapshots_history_read() {
             json!({"type":"message","id":"a1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":long_name,"arguments":{}}]}}),
         ],
     );
-    snapshot(
-        "read_output_too_large",
-        &both("history-read", &nameless, &[], r#"{"seq":2}"#),
-        dir.path(),
-    );
+    let run = both("history-read", &nameless, &[], r#"{"seq":2}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 1
+        --- stdout
+        {"ok":false,"error":{"code":"output_too_large","message":"The response metadata leaves no room for a progressing read window.","details":{"total_chars":40003,"offset_chars":0,"budget_bytes":32768}},"text":"error: output_too_large: The response metadata leaves no room for a progressing read window. {\"total_chars\":40003,\"offset_chars\":0,\"budget_bytes\":32768}"}
+        --- stderr
+        "#));
     let listed = both("history-list", &nameless, &[], r#"{"roles":["tool"]}"#);
     assert_eq!(listed.json()["data"]["items"][0]["tool_name_omitted"], true);
-    snapshot(
-        "read_invalid_request_limit",
-        &both(
-            "history-read",
-            &basic,
-            &[],
-            r#"{"seq":1,"limit_chars":50001}"#,
-        ),
-        dir.path(),
+    let run = both(
+        "history-read",
+        &basic,
+        &[],
+        r#"{"seq":1,"limit_chars":50001}"#,
     );
-    snapshot(
-        "read_invalid_request_missing_seq",
-        &both("history-read", &basic, &[], r#"{"offset_chars":3}"#),
-        dir.path(),
-    );
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: limit_chars must be at most 50000, got 50001"},"text":"error: invalid_request: limit_chars must be at most 50000, got 50001"}
+        --- stderr
+        "#));
+    let run = both("history-read", &basic, &[], r#"{"offset_chars":3}"#);
+    norm(dir.path()).bind(|| insta::assert_snapshot!(run.transcript(), @r#"
+        exit: 2
+        --- stdout
+        {"ok":false,"error":{"code":"invalid_request","message":"invalid request: seq is required"},"text":"error: invalid_request: seq is required"}
+        --- stderr
+        "#));
 }
 
 #[test]
@@ -1148,6 +1211,7 @@ fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
         let stdout = String::from_utf8(out.stdout).unwrap();
+        crate::support::check_envelope(&["history-list".to_string()], &stdout);
         let run = Run {
             code: 0,
             stdout,

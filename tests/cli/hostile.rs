@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use crate::support::{Run, pi_context, run};
+use crate::support::{Run, args_of, check_envelope, pi_context, run};
 
 /// A scratch directory with a notes home inside it (`notes/`) and room for "outside" files.
 struct Scratch {
@@ -52,12 +52,15 @@ impl Scratch {
 
     fn call(&self, verb: &str, stdin: impl AsRef<[u8]>) -> Run {
         let mut cmd = self.command(verb);
+        let args = args_of(&cmd);
         let output = cmd.write_stdin(stdin.as_ref().to_vec()).output().unwrap();
-        Run {
+        let run = Run {
             code: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        };
+        check_envelope(&args, &run.stdout);
+        run
     }
 
     fn dream_fs(&self, op: &str, request: Value) -> Run {

@@ -16,4 +16,5 @@ mod mcp;
 mod notes;
 mod notes_cache;
 mod notes_kill;
+mod schema;
 mod sync;

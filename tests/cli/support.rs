@@ -2,7 +2,9 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -48,20 +50,133 @@ impl Run {
     }
 }
 
-/// Run `cmd` with `stdin` and capture everything.
+/// Run `cmd` with `stdin` and capture everything. A JSON envelope on stdout is checked
+/// against the command's checked-in response schema ([`check_envelope`]).
 pub fn run(mut cmd: Command, stdin: &str) -> Run {
+    let args = args_of(&cmd);
     let output = cmd
         .write_stdin(stdin.as_bytes().to_vec())
         .output()
         .expect("the binary runs");
-    Run {
+    let run = Run {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    check_envelope(&args, &run.stdout);
+    run
+}
+
+/// The arguments `cmd` will run with.
+pub fn args_of(cmd: &Command) -> Vec<String> {
+    cmd.get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The compiled response schemas of `docs/schema/`, by command.
+fn response_validators() -> &'static BTreeMap<String, jsonschema::Validator> {
+    static VALIDATORS: OnceLock<BTreeMap<String, jsonschema::Validator>> = OnceLock::new();
+    VALIDATORS.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+        let mut validators = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir).expect("docs/schema exists") {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(command) = name.strip_suffix(".response.json") else {
+                continue;
+            };
+            let text = std::fs::read_to_string(&path).unwrap();
+            let schema: Value = serde_json::from_str(&text).unwrap();
+            let validator = jsonschema::validator_for(&schema)
+                .unwrap_or_else(|e| panic!("{name} is not a valid JSON Schema: {e}"));
+            validators.insert(command.to_string(), validator);
+        }
+        validators
+    })
+}
+
+/// Check what a run printed against the response schema of its command (the first argument
+/// naming a command with a checked-in schema): every JSON envelope (`--format json` or
+/// `both`) must validate; text output and commands without a schema are left alone. With
+/// `PI_CONTEXT_SCHEMA_TALLY=<file>` every checked envelope appends one line
+/// (`<command> ok|error`) to that file, to count them.
+pub fn check_envelope(args: &[String], stdout: &str) {
+    let validators = response_validators();
+    let Some((command, validator)) = args
+        .iter()
+        .find_map(|a| validators.get_key_value(a.as_str()))
+    else {
+        return;
+    };
+    let Ok(envelope) = serde_json::from_str::<Value>(stdout.trim_end()) else {
+        return;
+    };
+    let Some(ok) = envelope.get("ok").and_then(Value::as_bool) else {
+        return;
+    };
+    let problems: Vec<String> = validator
+        .iter_errors(&envelope)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "the output of `pi-context {}` breaks docs/schema/{command}.response.json:\n  {}\n{stdout}",
+        args.join(" "),
+        problems.join("\n  ")
+    );
+    if let Some(tally) = std::env::var_os("PI_CONTEXT_SCHEMA_TALLY") {
+        use std::io::Write;
+        let line = format!("{command} {}\n", if ok { "ok" } else { "error" });
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(tally)
+            .unwrap();
+        file.write_all(line.as_bytes()).unwrap();
     }
 }
 
-/// Replace a temp directory path with a stable placeholder in any text.
-pub fn redact(text: &str, dir: &Path, placeholder: &str) -> String {
-    text.replace(&dir.display().to_string(), placeholder)
+/// The one snapshot normaliser: what varies between runs (temp directories, the fixtures
+/// directory, commit ids, a path hash) replaced by stable placeholders, as insta filters
+/// applied in order to every snapshot taken under [`Normaliser::bind`].
+#[derive(Debug, Clone, Default)]
+pub struct Normaliser {
+    /// `(regex, replacement)`, in order.
+    filters: Vec<(String, String)>,
+}
+
+impl Normaliser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The path `dir` (as displayed) becomes `placeholder`.
+    pub fn path(self, dir: &Path, placeholder: &str) -> Self {
+        self.literal(&dir.display().to_string(), placeholder)
+    }
+
+    /// The exact text `text` becomes `placeholder`.
+    pub fn literal(mut self, text: &str, placeholder: &str) -> Self {
+        self.filters
+            .push((regex::escape(text), placeholder.replace('$', "$$")));
+        self
+    }
+
+    /// Every 40-hex Git commit id becomes `[COMMIT]`.
+    pub fn commits(mut self) -> Self {
+        self.filters
+            .push(("[0-9a-f]{40}".to_string(), "[COMMIT]".to_string()));
+        self
+    }
+
+    /// Run `f` (which takes snapshots) with these filters in effect.
+    pub fn bind<R>(&self, f: impl FnOnce() -> R) -> R {
+        let mut settings = insta::Settings::clone_current();
+        for (pattern, replacement) in &self.filters {
+            settings.add_filter(pattern, replacement.as_str());
+        }
+        settings.bind(f)
+    }
 }

@@ -14,19 +14,18 @@ use std::time::Duration;
 
 use crate::budget::settings::{self, SettingsPaths};
 use crate::cli::budget_check::{resolve_agent_dir, resolve_settings_paths};
-use crate::cli::common::{Exit, emit, resolve_cache_dir, resolve_notes_home};
-use crate::cli::{Ctx, Io};
-use crate::dream::lock::LockError;
-use crate::dream::run::{DreamOutcome, DreamerChoice, ModelSource, Options, Refused};
+use crate::cli::common::{NotesHomeArg, resolve_cache_dir};
+use crate::cli::{CmdError, Ctx, Io};
+use crate::dream::run::{DreamOutcome, DreamerChoice, ModelSource, Options};
 use crate::envelope::{Refusal, Reply};
 
 pub use pi::DREAMER_TOOLS;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Notes home; default `$PI_NOTES_HOME`, else `~/.agents/notes`. Created when missing.
-    #[arg(long, value_name = "DIR")]
-    pub notes_home: Option<PathBuf>,
+    /// The notes home (created when missing).
+    #[command(flatten)]
+    pub home: NotesHomeArg,
     /// Dreamer model pattern for Pi's `--model` (beats the `pi-context.dreamer` setting).
     #[arg(long, value_name = "MODEL")]
     pub dreamer: Option<String>,
@@ -77,8 +76,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let home = resolve_notes_home(args.notes_home.as_deref(), ctx);
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let home = args.home.resolve(ctx);
     let agent_dir = resolve_agent_dir(args.agent_dir.as_deref(), ctx);
     let (dreamer, warnings) = resolve_dreamer(&args, ctx);
     let options = Options {
@@ -104,28 +103,16 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     // A scratch directory that cannot be created is an internal failure (exit 70).
     let outcome = crate::dream::run(&home, options, &mut pi, ctx.now)?;
     drop(pi.run_dir.take());
-    let io = pi.io;
     match outcome {
         DreamOutcome::Skipped(skipped) => {
             let text = skipped.text();
-            emit(&Reply::ok(&skipped, text), ctx, io)
+            Ok(Reply::ok(&skipped, text))
         }
-        DreamOutcome::Refused(refused) => {
-            let details = refused.details().map(serde_json::to_value).transpose()?;
-            let refusal = Refusal::new(refused.code(), refused.message(), details);
-            let exit = emit(&Reply::refused(refusal), ctx, io)?;
-            Ok(match refused {
-                Refused::Lock {
-                    error: LockError::Held { .. },
-                    ..
-                } => Exit::LockHeld,
-                _ => exit,
-            })
-        }
+        DreamOutcome::Refused(refused) => Err(refused.into()),
         DreamOutcome::Ran(record) => match &record.failure {
             None => {
                 let text = record.text();
-                emit(&Reply::ok(&record, text), ctx, io)
+                Ok(Reply::ok(&record, text))
             }
             Some(failure) => {
                 let details = serde_json::to_value(&record)?;
@@ -134,7 +121,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
                     failure.message.clone(),
                     Some(details),
                 );
-                emit(&Reply::refused(refusal), ctx, io)
+                Err(CmdError::new(failure.code.class(), refusal))
             }
         },
     }

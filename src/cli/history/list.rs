@@ -1,8 +1,9 @@
 //! `pi-context history-list`: one page of a session's events.
 
-use super::{FilterFields, SessionArgs, finish};
-use crate::cli::common::{Exit, emit, invalid_request, read_request};
-use crate::cli::{Ctx, Io};
+use super::{FilterFields, SessionArgs};
+use crate::cli::common::read_request;
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 
 /// Page through the events of a session.
@@ -17,24 +18,9 @@ pub struct Args {
     pub source: SessionArgs,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let request = match read_request::<FilterFields>(io) {
-        Ok(request) => request,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
-    let options = match request.options() {
-        Ok(options) => options,
-        Err(message) => return invalid_request(message, ctx, io),
-    };
-    let path = args.source.path(ctx);
-    finish(
-        super::answer_once(
-            &path,
-            args.source.leaf.as_deref(),
-            &args.source.index(ctx).mode(),
-            |opened| crate::history::list_in(opened, &options),
-        ),
-        ctx,
-        io,
-    )
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let request = read_request::<FilterFields>(io)?;
+    let options = request.options().map_err(invalid_request)?;
+    args.source
+        .answer(ctx, |opened| crate::history::list_in(opened, &options))
 }

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::cli::common::{absolute_from, emit, resolve_cache_dir};
-use crate::cli::{Ctx, Exit, Io};
+use crate::cli::common::{absolute_from, resolve_cache_dir};
+use crate::cli::{CmdError, Ctx};
 use crate::envelope::Reply;
 use crate::history::{EventRole, HistoryError, IndexMode, ListOptions, Opened, Rendered};
 
@@ -71,7 +71,6 @@ impl IndexChoice {
     }
 }
 
-/// Print a domain outcome.
 /// Open the session once and answer from it.
 pub fn answer_once(
     path: &std::path::Path,
@@ -83,18 +82,24 @@ pub fn answer_once(
     answer(&opened)
 }
 
-pub fn finish(
-    outcome: Result<Rendered, HistoryError>,
-    ctx: &Ctx,
-    io: &mut Io,
-) -> anyhow::Result<Exit> {
-    let reply = match outcome {
-        Ok(rendered) => Reply::ok(rendered.data, rendered.text),
-        Err(err) => Reply::refused(err.to_refusal()),
+impl SessionArgs {
+    /// Open the session these flags name, once, and answer from it.
+    pub fn answer(
+        &self,
+        ctx: &Ctx,
+        answer: impl FnOnce(&Opened) -> Result<Rendered, HistoryError>,
+    ) -> Result<Reply, CmdError> {
+        let path = self.path(ctx);
+        let index = self.index(ctx);
+        let rendered = answer_once(&path, self.leaf.as_deref(), &index.mode(), answer)?;
+        Ok(reply(rendered))
     }
-    // Tool arguments print as JavaScript prints them (history results carry no other doubles).
-    .with_js_numbers();
-    emit(&reply, ctx, io)
+}
+
+/// The reply of a history result: tool arguments print as JavaScript prints them (history
+/// results carry no other doubles).
+pub fn reply(rendered: Rendered) -> Reply {
+    Reply::ok(rendered.data, rendered.text).with_js_numbers()
 }
 
 /// An integer field as Pi coerces it: a JSON integer (or integral float) or a string holding
@@ -146,7 +151,8 @@ pub fn int_field(
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilterFields {
-    /// Maximum event rows on the page (default 20).
+    /// Maximum event rows on the page.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_LIMIT))]
     #[serde(default)]
     pub limit: Option<LooseInt>,
     /// Only events of these roles (user, assistant, tool, context). Without it, history_list shows the conversation and folds tool and context runs.
@@ -154,15 +160,19 @@ pub struct FilterFields {
     #[serde(default)]
     pub roles: Option<Value>,
     /// Only events with a seq below this (pass older_before to page back).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub before: Option<LooseInt>,
     /// Only events with a seq above this (pass newer_after to page forward).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub after: Option<LooseInt>,
     /// Only events of this context window (ids from history_windows).
+    #[schemars(length(min = 1))]
     #[serde(default)]
     pub window_id: Option<String>,
-    /// Preview length per event (default 1200).
+    /// Preview length per event, in characters.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_MAX_CHARS_PER_ITEM))]
     #[serde(default)]
     pub max_chars_per_item: Option<LooseInt>,
 }

@@ -2,9 +2,10 @@
 
 use serde::Deserialize;
 
-use super::{LooseInt, SessionArgs, finish, int_field};
-use crate::cli::common::{Exit, emit, invalid_request, read_request};
-use crate::cli::{Ctx, Io};
+use super::{LooseInt, SessionArgs, int_field};
+use crate::cli::common::read_request;
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 use crate::history::read::{DEFAULT_LIMIT_CHARS, MAX_LIMIT_CHARS, ReadOptions};
 
@@ -22,13 +23,19 @@ pub struct Args {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
-    /// The event's seq (from history_list or history_search); required.
-    #[serde(default)]
+    /// The event's seq (from history_list or history_search).
+    // Required (the handler refuses its absence); a missing `Option` reads as `None` anyway.
+    #[schemars(required, range(min = 1))]
     pub seq: Option<LooseInt>,
     /// Start position in characters; negative counts back from the end.
+    #[schemars(extend("default" = 0))]
     #[serde(default)]
     pub offset_chars: Option<LooseInt>,
-    /// Characters to return (default 12000, at most 50000).
+    /// Characters to return.
+    #[schemars(
+        range(min = 1, max = crate::history::read::MAX_LIMIT_CHARS),
+        extend("default" = crate::history::read::DEFAULT_LIMIT_CHARS)
+    )]
     #[serde(default)]
     pub limit_chars: Option<LooseInt>,
 }
@@ -49,24 +56,10 @@ fn options(request: &Request) -> Result<ReadOptions, String> {
     })
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let request = match read_request::<Request>(io) {
-        Ok(request) => request,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
-    let options = match options(&request) {
-        Ok(options) => options,
-        Err(message) => return invalid_request(message, ctx, io),
-    };
-    let path = args.source.path(ctx);
-    finish(
-        super::answer_once(
-            &path,
-            args.source.leaf.as_deref(),
-            &args.source.index(ctx).mode(),
-            |opened| crate::history::read::read_in(opened, &options),
-        ),
-        ctx,
-        io,
-    )
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let request = read_request::<Request>(io)?;
+    let options = options(&request).map_err(invalid_request)?;
+    args.source.answer(ctx, |opened| {
+        crate::history::read::read_in(opened, &options)
+    })
 }

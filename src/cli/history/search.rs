@@ -3,9 +3,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{FilterFields, LooseInt, SessionArgs, finish};
-use crate::cli::common::{Exit, emit, invalid_request, read_request};
-use crate::cli::{Ctx, Io};
+use super::{FilterFields, LooseInt, SessionArgs, reply};
+use crate::cli::common::{query_strings, read_request};
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 
 /// Search a session's events for literals.
@@ -24,10 +25,11 @@ pub struct Args {
 #[serde(deny_unknown_fields)]
 pub struct Request {
     /// A literal, or several literals matched as alternatives; case-insensitive, no regex.
-    #[schemars(with = "crate::cli::schema::OneOrMany")]
-    #[serde(default)]
+    // Required (the handler refuses its absence); a missing `Option` reads as `None` anyway.
+    #[schemars(with = "crate::cli::schema::OneOrMany", required)]
     pub query: Option<Value>,
-    /// Maximum event rows on the page (default 20).
+    /// Maximum event rows on the page.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_LIMIT))]
     #[serde(default)]
     pub limit: Option<LooseInt>,
     /// Only events of these roles (user, assistant, tool, context). Without it, history_list shows the conversation and folds tool and context runs.
@@ -35,45 +37,30 @@ pub struct Request {
     #[serde(default)]
     pub roles: Option<Value>,
     /// Only events with a seq below this (pass older_before to page back).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub before: Option<LooseInt>,
     /// Only events with a seq above this (pass newer_after to page forward).
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub after: Option<LooseInt>,
     /// Only events of this context window (ids from history_windows).
+    #[schemars(length(min = 1))]
     #[serde(default)]
     pub window_id: Option<String>,
-    /// Preview length per event (default 1200).
+    /// Preview length per event, in characters.
+    #[schemars(range(min = 1), extend("default" = crate::history::DEFAULT_MAX_CHARS_PER_ITEM))]
     #[serde(default)]
     pub max_chars_per_item: Option<LooseInt>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let request = match read_request::<Request>(io) {
-        Ok(request) => request,
-        Err(refusal) => return emit(&Reply::refused(refusal), ctx, io),
-    };
-    let queries: Vec<String> = match &request.query {
-        None | Some(Value::Null) => return invalid_request("query is required", ctx, io),
-        Some(Value::String(q)) => vec![q.clone()],
-        Some(Value::Array(items)) if !items.is_empty() => {
-            match items
-                .iter()
-                .map(|i| i.as_str().map(str::to_string))
-                .collect()
-            {
-                Some(queries) => queries,
-                None => return invalid_request("query array elements must be strings", ctx, io),
-            }
-        }
-        Some(_) => {
-            return invalid_request(
-                "query must be a string or a non-empty array of strings",
-                ctx,
-                io,
-            );
-        }
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let request = read_request::<Request>(io)?;
+    let queries = match request.query {
+        None | Some(Value::Null) => Err("query is required"),
+        Some(query) => query_strings(query),
+    }
+    .map_err(invalid_request)?;
     let filters = FilterFields {
         limit: request.limit,
         roles: request.roles,
@@ -82,20 +69,10 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
         window_id: request.window_id,
         max_chars_per_item: request.max_chars_per_item,
     };
-    let options = match filters.options() {
-        Ok(options) => options,
-        Err(message) => return invalid_request(message, ctx, io),
-    };
+    let options = filters.options().map_err(invalid_request)?;
     let path = args.source.path(ctx);
-    finish(
-        crate::history::search(
-            &path,
-            args.source.leaf.as_deref(),
-            &queries,
-            &options,
-            &args.source.index(ctx).mode(),
-        ),
-        ctx,
-        io,
-    )
+    let index = args.source.index(ctx);
+    let leaf = args.source.leaf.as_deref();
+    let rendered = crate::history::search(&path, leaf, &queries, &options, &index.mode())?;
+    Ok(reply(rendered))
 }

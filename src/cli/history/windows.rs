@@ -2,9 +2,9 @@
 
 use serde::Deserialize;
 
-use super::{SessionArgs, finish};
-use crate::cli::common::{Exit, emit, read_request};
-use crate::cli::{Ctx, Io};
+use super::SessionArgs;
+use crate::cli::common::read_request;
+use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 
 /// List the reset windows of a session's active branch.
@@ -20,19 +20,7 @@ pub struct Args {
 #[serde(deny_unknown_fields)]
 pub struct Request {}
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    if let Err(refusal) = read_request::<Request>(io) {
-        return emit(&Reply::refused(refusal), ctx, io);
-    }
-    let path = args.source.path(ctx);
-    finish(
-        super::answer_once(
-            &path,
-            args.source.leaf.as_deref(),
-            &args.source.index(ctx).mode(),
-            crate::history::windows_in,
-        ),
-        ctx,
-        io,
-    )
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    read_request::<Request>(io)?;
+    args.source.answer(ctx, crate::history::windows_in)
 }

@@ -25,9 +25,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use super::common::{CacheArgs, Exit, Format, IdentityArgs, absolute_from};
+use super::common::{CacheArgs, Exit, Format, IdentityArgs, NotesArgs, absolute_from};
 use super::history::SessionArgs;
-use super::{Cli, Command, Ctx, Io, boot_render, resolve_now};
+use super::{Answer, Cli, CmdError, Command, Ctx, Io, boot_render, resolve_now};
 use crate::boot::ToolNames;
 use crate::envelope::Refusal;
 
@@ -43,9 +43,7 @@ pub const BOOT_PROMPT: &str = "boot";
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub identity: IdentityArgs,
-    #[command(flatten)]
-    pub cache: CacheArgs,
+    pub notes: NotesArgs,
     /// A Pi session file (JSONL): enables history_windows, history_list, history_read and
     /// history_search over it (never modified).
     #[arg(long, value_name = "FILE")]
@@ -86,7 +84,7 @@ pub struct Server(Arc<Inner>);
 impl Server {
     /// Build the server from its flags and the process world.
     pub fn new(args: Args, ctx: &Ctx) -> Server {
-        let mut identity = args.identity;
+        let mut identity = args.notes.identity;
         let own_session_id = identity.session_id.is_none().then(|| {
             let id = format!("mcp-{}", uuid::Uuid::new_v4());
             identity.session_id = Some(id.clone());
@@ -118,7 +116,7 @@ impl Server {
             env: ctx.env.clone(),
             cwd: ctx.cwd.clone(),
             identity,
-            cache: args.cache,
+            cache: args.notes.cache,
             session,
             host_state_file,
             own_session_id,
@@ -202,12 +200,14 @@ impl Inner {
 
     fn boot_prompt(&self) -> Result<GetPromptResult, McpError> {
         let args = boot_render::Args {
-            identity: self.identity(),
+            notes: NotesArgs {
+                identity: self.identity(),
+                cache: self.cache,
+            },
             window_id: None,
             previous_window_id: None,
             opened_at: None,
             max_chars: None,
-            cache: self.cache,
         };
         let request = json!({"tools": host_tool_names("", self.session.is_some())});
         let envelope = self.run_command(Command::BootRender(args), request.to_string().as_bytes());
@@ -421,7 +421,7 @@ impl ServerHandler for Server {
     }
 }
 
-pub fn run(args: Args, ctx: &Ctx, _io: &mut Io) -> anyhow::Result<Exit> {
+pub fn run(args: Args, ctx: &Ctx, _io: &mut Io) -> Result<Answer, CmdError> {
     let server = Server::new(args, ctx);
     if let Some(id) = server.own_session_id() {
         eprintln!(
@@ -434,7 +434,7 @@ pub fn run(args: Args, ctx: &Ctx, _io: &mut Io) -> anyhow::Result<Exit> {
     runtime.block_on(serve(server, tokio::io::stdin(), tokio::io::stdout()))?;
     // Stdin may still be held by tokio's blocking reader; do not wait for it.
     runtime.shutdown_background();
-    Ok(Exit::Ok)
+    Ok(Answer::Written(Exit::Ok))
 }
 
 /// Serve one connection over a line-delimited JSON-RPC byte stream until the input ends.

@@ -9,7 +9,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 
 use crate::cli::Command;
-use crate::cli::common::{CacheArgs, IdentityArgs};
+use crate::cli::common::{CacheArgs, IdentityArgs, NotesArgs};
 use crate::cli::history::{self, SessionArgs};
 use crate::cli::notes;
 
@@ -59,9 +59,13 @@ impl ToolSpec {
         let source = || session.cloned();
         Some(match self.name {
             "notes_write" => Command::NotesWrite(notes::write::Args { identity }),
-            "notes_read" => Command::NotesRead(notes::read::Args { identity, cache }),
+            "notes_read" => Command::NotesRead(notes::read::Args {
+                notes: NotesArgs { identity, cache },
+            }),
             "notes_update" => Command::NotesUpdate(notes::update::Args { identity }),
-            "notes_list" => Command::NotesList(notes::list::Args { identity, cache }),
+            "notes_list" => Command::NotesList(notes::list::Args {
+                notes: NotesArgs { identity, cache },
+            }),
             "notes_search" => Command::NotesSearch(notes::search::Args { identity }),
             "history_windows" => {
                 Command::HistoryWindows(history::windows::Args { source: source()? })

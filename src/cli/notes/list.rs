@@ -2,9 +2,11 @@
 
 use serde::Deserialize;
 
-use super::{finish, parse_scope, prepare};
-use crate::cli::common::{CacheArgs, Exit, IdentityArgs, invalid_request};
-use crate::cli::{Ctx, Io};
+use super::{parse_scope, prepare, reply};
+use crate::cli::common::NotesArgs;
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 use crate::notes::Query;
 use crate::notes::wire::list_result;
 
@@ -14,9 +16,7 @@ use crate::notes::wire::list_result;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub identity: IdentityArgs,
-    #[command(flatten)]
-    pub cache: CacheArgs,
+    pub notes: NotesArgs,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -26,6 +26,7 @@ pub struct Request {
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only this home: session, project, human, agent or model.
+    #[schemars(with = "Option<crate::cli::schema::Scope>")]
     #[serde(default)]
     pub scope: Option<String>,
     /// With scope agent or model: whose home (default: yours).
@@ -35,32 +36,24 @@ pub struct Request {
     #[serde(default)]
     pub wastebasket: Option<bool>,
     /// At most this many notes.
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub limit: Option<u64>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, !args.cache.no_cache, ctx, io)?
-    {
-        Ok(prepared) => prepared,
-        Err(exit) => return Ok(exit),
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let (identity, use_cache) = (&args.notes.identity, !args.notes.cache.no_cache);
+    let (request, store) = prepare::<Request>(identity, use_cache, ctx, io)?;
     if request.limit == Some(0) {
-        return invalid_request("limit must be at least 1", ctx, io);
+        return Err(invalid_request("limit must be at least 1"));
     }
-    let result = parse_scope(request.scope.as_deref()).and_then(|scope| {
-        let query = Query {
-            pattern: request.pattern,
-            scope,
-            who: request.who,
-            wastebasket: request.wastebasket.unwrap_or(false),
-        };
-        let listing = store.list_with_status(&query)?;
-        list_result(
-            &listing,
-            request.limit.map(|l| l as usize),
-            store.identity(),
-        )
-    });
-    finish(result, ctx, io)
+    let query = Query {
+        pattern: request.pattern,
+        scope: parse_scope(request.scope.as_deref())?,
+        who: request.who,
+        wastebasket: request.wastebasket.unwrap_or(false),
+    };
+    let listing = store.list_with_status(&query)?;
+    let limit = request.limit.map(|l| l as usize);
+    Ok(reply(list_result(&listing, limit, store.identity())?))
 }

@@ -2,9 +2,11 @@
 
 use serde::Deserialize;
 
-use super::{finish, prepare};
-use crate::cli::common::{CacheArgs, Exit, IdentityArgs, invalid_request};
-use crate::cli::{Ctx, Io};
+use super::{prepare, reply};
+use crate::cli::common::NotesArgs;
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 use crate::notes::wire::{DEFAULT_READ_WINDOW_CHARS, MAX_READ_WINDOW_CHARS, read_result};
 use crate::notes::{ErrorKind, NoteError};
 
@@ -15,9 +17,7 @@ use crate::notes::{ErrorKind, NoteError};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    pub identity: IdentityArgs,
-    #[command(flatten)]
-    pub cache: CacheArgs,
+    pub notes: NotesArgs,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -26,38 +26,38 @@ pub struct Request {
     /// Note address: a bare path for this session (plan.md), or @project/…, @human/…, @self/…, @model/….
     pub address: String,
     /// Start position in characters; negative counts back from the end.
+    #[schemars(extend("default" = 0))]
     #[serde(default)]
     pub offset_chars: Option<i64>,
-    /// Characters to return (default 12000, at most 50000).
+    /// Characters to return.
+    #[schemars(
+        range(min = 1, max = MAX_READ_WINDOW_CHARS),
+        extend("default" = DEFAULT_READ_WINDOW_CHARS)
+    )]
     #[serde(default)]
     pub limit_chars: Option<u64>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, !args.cache.no_cache, ctx, io)?
-    {
-        Ok(prepared) => prepared,
-        Err(exit) => return Ok(exit),
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let (identity, use_cache) = (&args.notes.identity, !args.notes.cache.no_cache);
+    let (request, store) = prepare::<Request>(identity, use_cache, ctx, io)?;
     let limit = request
         .limit_chars
         .unwrap_or(DEFAULT_READ_WINDOW_CHARS as u64);
     if limit == 0 || limit > MAX_READ_WINDOW_CHARS as u64 {
-        return invalid_request(
-            format!("limit_chars must be between 1 and {MAX_READ_WINDOW_CHARS} (got {limit})"),
-            ctx,
-            io,
-        );
+        return Err(invalid_request(format_args!(
+            "limit_chars must be between 1 and {MAX_READ_WINDOW_CHARS} (got {limit})"
+        )));
     }
     // The read (and its access bump) happens before the offset is judged, as the original.
-    let result = store.read(&request.address, ctx.now).and_then(|note| {
-        let note = note.ok_or_else(|| NoteError::new(ErrorKind::NotFound, "note not found"))?;
-        read_result(
-            &note,
-            request.offset_chars.unwrap_or(0),
-            limit as usize,
-            store.identity(),
-        )
-    });
-    finish(result, ctx, io)
+    let note = store
+        .read(&request.address, ctx.now)?
+        .ok_or_else(|| NoteError::new(ErrorKind::NotFound, "note not found"))?;
+    let offset = request.offset_chars.unwrap_or(0);
+    Ok(reply(read_result(
+        &note,
+        offset,
+        limit as usize,
+        store.identity(),
+    )?))
 }

@@ -3,9 +3,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{finish, parse_scope, prepare};
-use crate::cli::common::{Exit, IdentityArgs, invalid_request};
-use crate::cli::{Ctx, Io};
+use super::{parse_scope, prepare, reply};
+use crate::cli::common::{IdentityArgs, query_strings};
+use crate::cli::error::invalid_request;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 use crate::notes::Query;
 use crate::notes::wire::search_result;
 
@@ -30,6 +32,7 @@ pub struct Request {
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only this home: session, project, human, agent or model.
+    #[schemars(with = "Option<crate::cli::schema::Scope>")]
     #[serde(default)]
     pub scope: Option<String>,
     /// With scope agent or model: whose home (default: yours).
@@ -39,59 +42,33 @@ pub struct Request {
     #[serde(default)]
     pub wastebasket: Option<bool>,
     /// At most this many notes.
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub limit: Option<u64>,
     /// At most this many matching lines per note.
+    #[schemars(range(min = 1))]
     #[serde(default)]
     pub max_matches_per_file: Option<u64>,
 }
 
-/// The `query` field as a list of strings. A wrong shape (not a string, an empty array, an
-/// element that is not a string) is a malformed request (`invalid_request`, exit 2); an empty
-/// string is left to the matcher, which refuses it as `invalid_query`.
-fn queries(value: Value) -> Result<Vec<String>, &'static str> {
-    match value {
-        Value::String(s) => Ok(vec![s]),
-        Value::Array(items) if !items.is_empty() => items
-            .into_iter()
-            .map(|item| match item {
-                Value::String(s) => Ok(s),
-                _ => Err("query array elements must be strings"),
-            })
-            .collect(),
-        _ => Err("query must be a string or a non-empty array of strings"),
-    }
-}
-
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, false, ctx, io)? {
-        Ok(prepared) => prepared,
-        Err(exit) => return Ok(exit),
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let (request, store) = prepare::<Request>(&args.identity, false, ctx, io)?;
     if request.limit == Some(0) || request.max_matches_per_file == Some(0) {
-        return invalid_request("limit and max_matches_per_file must be at least 1", ctx, io);
+        return Err(invalid_request(
+            "limit and max_matches_per_file must be at least 1",
+        ));
     }
-    let queries = match queries(request.query) {
-        Ok(queries) => queries,
-        Err(problem) => return invalid_request(problem, ctx, io),
+    // A wrong shape is a malformed request; an empty string is left to the matcher, which
+    // refuses it as `invalid_query`.
+    let queries = query_strings(request.query).map_err(invalid_request)?;
+    let query = Query {
+        pattern: request.pattern,
+        scope: parse_scope(request.scope.as_deref())?,
+        who: request.who,
+        wastebasket: request.wastebasket.unwrap_or(false),
     };
-    let result = (|| {
-        let query = Query {
-            pattern: request.pattern,
-            scope: parse_scope(request.scope.as_deref())?,
-            who: request.who,
-            wastebasket: request.wastebasket.unwrap_or(false),
-        };
-        let listing = store.search_with_status(
-            &queries,
-            &query,
-            request.max_matches_per_file.map(|m| m as usize),
-        )?;
-        search_result(
-            &listing,
-            request.limit.map(|l| l as usize),
-            store.identity(),
-        )
-    })();
-    finish(result, ctx, io)
+    let per_file = request.max_matches_per_file.map(|m| m as usize);
+    let listing = store.search_with_status(&queries, &query, per_file)?;
+    let limit = request.limit.map(|l| l as usize);
+    Ok(reply(search_result(&listing, limit, store.identity())?))
 }

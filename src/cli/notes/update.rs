@@ -2,9 +2,10 @@
 
 use serde::Deserialize;
 
-use super::{finish, prepare};
-use crate::cli::common::{Exit, IdentityArgs};
-use crate::cli::{Ctx, Io};
+use super::{prepare, reply};
+use crate::cli::common::IdentityArgs;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 use crate::notes::wire::{rename_result, update_result};
 use crate::notes::{Edit, ErrorKind, NoteError, Origin, UpdateOptions};
 
@@ -40,42 +41,35 @@ pub struct Request {
     pub rename_to: Option<String>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, true, ctx, io)? {
-        Ok(prepared) => prepared,
-        Err(exit) => return Ok(exit),
-    };
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let (request, store) = prepare::<Request>(&args.identity, true, ctx, io)?;
     let edits: Vec<Edit> = request.edits.unwrap_or_default();
     let rename_to = request.rename_to.filter(|r| !r.is_empty());
-    let result = match rename_to {
+    let rendered = match rename_to {
         Some(target) => {
             if !edits.is_empty()
                 || request.origin.is_some()
                 || request.crumpled.is_some()
                 || request.replace_all == Some(true)
             {
-                Err(NoteError::new(
+                return Err(NoteError::new(
                     ErrorKind::InvalidScope,
                     "rename_to is used alone: do not combine it with edits, origin, crumpled, or replace_all",
-                ))
-            } else {
-                store
-                    .rename(&request.address, &target, ctx.now)
-                    .and_then(|receipt| rename_result(&receipt, store.identity()))
+                )
+                .into());
             }
+            let receipt = store.rename(&request.address, &target, ctx.now)?;
+            rename_result(&receipt, store.identity())?
         }
-        None => store
-            .update(
-                &request.address,
-                &edits,
-                UpdateOptions {
-                    origin: request.origin,
-                    crumpled: request.crumpled,
-                    replace_all: request.replace_all.unwrap_or(false),
-                },
-                ctx.now,
-            )
-            .and_then(|receipt| update_result(&receipt, store.identity())),
+        None => {
+            let options = UpdateOptions {
+                origin: request.origin,
+                crumpled: request.crumpled,
+                replace_all: request.replace_all.unwrap_or(false),
+            };
+            let receipt = store.update(&request.address, &edits, options, ctx.now)?;
+            update_result(&receipt, store.identity())?
+        }
     };
-    finish(result, ctx, io)
+    Ok(reply(rendered))
 }

@@ -2,9 +2,10 @@
 
 use serde::Deserialize;
 
-use super::{finish, prepare};
-use crate::cli::common::{Exit, IdentityArgs};
-use crate::cli::{Ctx, Io};
+use super::{prepare, reply};
+use crate::cli::common::IdentityArgs;
+use crate::cli::{CmdError, Ctx, Io};
+use crate::envelope::Reply;
 use crate::notes::Origin;
 use crate::notes::wire::write_result;
 
@@ -29,13 +30,8 @@ pub struct Request {
     pub origin: Option<Origin>,
 }
 
-pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
-    let (request, store) = match prepare::<Request>(&args.identity, true, ctx, io)? {
-        Ok(prepared) => prepared,
-        Err(exit) => return Ok(exit),
-    };
-    let result = store
-        .write(&request.address, &request.content, request.origin, ctx.now)
-        .map(|receipt| write_result(&receipt, store.identity()));
-    finish(result, ctx, io)
+pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
+    let (request, store) = prepare::<Request>(&args.identity, true, ctx, io)?;
+    let receipt = store.write(&request.address, &request.content, request.origin, ctx.now)?;
+    Ok(reply(write_result(&receipt, store.identity())))
 }

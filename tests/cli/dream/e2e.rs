@@ -116,7 +116,8 @@ fn real_pi_dreamer_crumples_deletes_edits_is_refused_and_is_audited() {
 
     let report_path = w.home().join("dreams/2026-11-30T12-00-00-000Z.md");
     let report = fs::read_to_string(&report_path).unwrap();
-    crate::dream_snapshot!("e2e_report", w.redact(&report));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("e2e_report", report));
 
     // git log: baseline then dream, and the dream commit carries the report and the changes.
     assert_eq!(

@@ -96,7 +96,8 @@ fn every_outcome_and_refusal_of_dream_fs() {
             request, out.code, out.stdout
         ));
     }
-    crate::dream_snapshot!("dream_fs_cases", w.redact(&transcript));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("dream_fs_cases", transcript));
     assert_eq!(
         tree(&w.path("outside")),
         outside_before,
@@ -116,7 +117,8 @@ fn every_outcome_and_refusal_of_dream_fs() {
     // Every attempt, refusals and malformed requests included, is journaled in order.
     let journal = fs::read_to_string(w.path("journal.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), cases.len());
-    crate::dream_snapshot!("dream_fs_journal", w.redact(&journal));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("dream_fs_journal", journal));
 }
 
 #[test]

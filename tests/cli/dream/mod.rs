@@ -108,10 +108,11 @@ impl World {
         stdfs::read_to_string(self.path("fake-args.txt")).ok()
     }
 
-    pub fn redact(&self, text: &str) -> String {
-        let re = regex::Regex::new("[0-9a-f]{40}").unwrap();
-        let text = crate::support::redact(text, self.root(), "[ROOT]");
-        re.replace_all(&text, "[COMMIT]").into_owned()
+    /// Snapshots name the notes root `[ROOT]` and every commit id `[COMMIT]`.
+    pub fn norm(&self) -> crate::support::Normaliser {
+        crate::support::Normaliser::new()
+            .path(self.root(), "[ROOT]")
+            .commits()
     }
 
     /// `git log` of the notes home: one `subject` line per commit, newest first.

@@ -14,7 +14,8 @@ fn held_lock_exits_75_and_leaves_the_lock_bytes_and_starts_no_dreamer() {
     let lock = b"999999 0f0e0d0c-0000-4000-8000-000000000000\ngarbage \xff".to_vec();
     fs::write(w.home().join(".dream.lock"), &lock).unwrap();
     let out = go(w.dream(&[]));
-    crate::dream_snapshot!("held_lock", w.redact(&out.transcript()));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("held_lock", out.transcript()));
     assert_eq!(out.code, 75);
     assert_eq!(fs::read(w.home().join(".dream.lock")).unwrap(), lock);
     assert!(w.dreamer_args().is_none(), "no dreamer started");
@@ -44,7 +45,13 @@ fn closed_gates_skip_quietly_with_reasons_and_no_commit() {
     let w = World::new();
     w.sessions(2);
     let out = go(w.dream(&[]));
-    crate::dream_snapshot!("material_gate_closed", w.redact(&out.transcript()));
+    w.norm()
+        .bind(|| insta::assert_snapshot!(out.transcript(), @r#"
+            exit: 0
+            --- stdout
+            {"ok":true,"data":{"outcome":"skipped","notes_home":"[ROOT]/notes","gates":{"time":{"ok":true,"reason":"no prior dream","min_hours":24.0},"material":{"ok":false,"reason":"only 2 changed sessions","changed_sessions":2,"min_sessions":3},"forced":false}}}
+            --- stderr
+            "#));
     assert_eq!(out.code, 0);
     assert!(out.stderr.is_empty());
     assert!(w.dreamer_args().is_none());
@@ -92,7 +99,8 @@ fn a_completed_run_commits_baseline_and_dream_with_the_report() {
         ],
     );
     let out = go(cmd);
-    crate::dream_snapshot!("completed_run", w.redact(&out.transcript()));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("completed_run", out.transcript()));
     assert_eq!(out.code, 0);
     assert_eq!(
         w.log(),
@@ -102,7 +110,8 @@ fn a_completed_run_commits_baseline_and_dream_with_the_report() {
         ]
     );
     let report = fs::read_to_string(w.home().join("dreams/2026-11-30T12-00-00-000Z.md")).unwrap();
-    crate::dream_snapshot!("completed_report", w.redact(&report));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("completed_report", report));
     assert!(!w.home().join("human/old.md").exists());
     assert!(w.home().join("human/a.md").exists(), "live note kept");
     assert!(!w.home().join(".dream.lock").exists(), "lock released");
@@ -190,7 +199,8 @@ fn failed_dreamer_commits_failed_rolls_back_last_run_and_releases() {
         &[("write", json!({"path": "human/partial.md", "content": "x"}))],
     );
     let out = go(cmd);
-    crate::dream_snapshot!("failed_dreamer", w.redact(&out.transcript()));
+    w.norm()
+        .bind(|| crate::dream_snapshot!("failed_dreamer", out.transcript()));
     assert_eq!(out.code, 1);
     assert_eq!(w.log()[0], "dream 2026-11-30T12-00-00-000Z (failed)");
     assert_eq!(w.last_run_mtime(), Some(before), "last run rolled back");
