@@ -7,7 +7,7 @@ pub mod render;
 
 // Defined once in `crate::protocol` (shared with budget and history); re-exported for callers
 // that know them as boot's.
-pub use crate::protocol::{ToolNames, root_window_id};
+
 pub use load::{Layout, load_snapshot};
 pub use render::{
     BootIdentity, HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot, Windows, continuation, render,

@@ -7,11 +7,12 @@ use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, ToolNames, Windows};
+use crate::boot::{self, BootIdentity, HomeKind, Layout, Snapshot, Windows};
 use crate::cli::common::{NotesArgs, read_request, resolve_cache_dir};
 use crate::cli::error::RequestError;
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
+use crate::protocol::{ToolNames, root_window_id};
 
 /// Render the boot block for the head of a context window.
 ///
@@ -100,7 +101,7 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, CmdError> 
         agent: identity.agent.clone(),
         model: identity.model.clone(),
     };
-    let first = boot::root_window_id(&session_id);
+    let first = root_window_id(&session_id);
     let windows = Windows {
         current: args
             .window_id

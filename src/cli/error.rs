@@ -196,6 +196,22 @@ impl DomainError for RequestError {
     }
 }
 
+/// A failure that escaped a command (`internal`, exit 70): what `cli::main` and the MCP server
+/// print when a handler could not finish; the message is the whole cause chain.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Internal(pub String);
+
+impl DomainError for Internal {
+    fn code(&self) -> &'static str {
+        "internal"
+    }
+
+    fn class(&self) -> ErrorClass {
+        ErrorClass::Internal
+    }
+}
+
 /// `invalid_request` (exit 2) for a request that parsed but breaks its schema's bounds;
 /// `problem` is what is wrong, after the shared "invalid request: " opening.
 pub fn invalid_request(problem: impl fmt::Display) -> CmdError {

@@ -146,6 +146,32 @@ pub fn run(cli: Cli, ctx: &Ctx, io: &mut Io) -> anyhow::Result<Exit> {
     error::finish(outcome, ctx, io)
 }
 
+/// What an in-process run wrote, and how it ended.
+pub struct Captured {
+    pub outcome: anyhow::Result<Exit>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Run one parsed command in-process with `stdin` as its request, capturing its stdout and
+/// stderr (the MCP server's tool calls; the in-process handler tests).
+pub fn run_captured(cli: Cli, ctx: &Ctx, stdin: &[u8]) -> Captured {
+    let (mut stdin, mut stdout, mut stderr) = (stdin, Vec::new(), Vec::new());
+    let mut io = Io {
+        stdin: &mut stdin,
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+        stderr_is_terminal: false,
+        stdin_is_terminal: false,
+    };
+    let outcome = run(cli, ctx, &mut io);
+    Captured {
+        outcome,
+        stdout,
+        stderr,
+    }
+}
+
 /// "Now": `PI_CONTEXT_NOW` (RFC 3339) when set, for reproducible tests; otherwise the wall
 /// clock in the local time zone. A long-running command (`mcp`) calls this once per request.
 pub fn resolve_now(env: &BTreeMap<String, String>) -> Result<DateTime<FixedOffset>, String> {
@@ -246,7 +272,8 @@ where
 /// An internal failure that escaped a handler, printed in the chosen format like every other
 /// outcome (the envelope, the text, or both) with its cause chain on stderr.
 fn report_internal(err: &anyhow::Error, ctx: &Ctx, io: &mut Io) {
-    let refusal = crate::envelope::Refusal::plain("internal", format!("{err:#}"));
+    use crate::envelope::DomainError;
+    let refusal = error::Internal(format!("{err:#}")).to_refusal();
     let reply = crate::envelope::Reply::refused(refusal);
     // When stdout is gone, the stderr line is all that can still be said.
     let _ = emit(&reply, ctx, io);

@@ -8,31 +8,35 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::jsjson;
-use super::projection::{Event, Source};
-use crate::session::{Session, SessionError};
+use super::projection::{Event, Projection, Source};
+use crate::session::{SessionError, SessionFile};
 
-/// Decodes entries for documents, keeping the last one: an assistant entry is shared by its
-/// text event and its calls, which are built one after another.
+/// Decodes event lines for documents, keeping the last one: an assistant entry is shared by
+/// its text event and its calls, which are built one after another.
 pub struct Loader<'s> {
-    pub session: &'s Session,
+    pub file: &'s SessionFile,
+    pub projection: &'s Projection,
     last: Option<(usize, Rc<Value>)>,
 }
 
 impl<'s> Loader<'s> {
-    pub fn new(session: &'s Session) -> Self {
+    pub fn new(file: &'s SessionFile, projection: &'s Projection) -> Self {
         Loader {
-            session,
+            file,
+            projection,
             last: None,
         }
     }
 
+    /// The decoded entry of line `entry` (see [`Projection::line`]).
     pub fn load(&mut self, entry: usize) -> Result<Rc<Value>, SessionError> {
         if let Some((index, value)) = &self.last
             && *index == entry
         {
             return Ok(Rc::clone(value));
         }
-        let value = Rc::new(self.session.load(entry)?);
+        let line = self.projection.line(entry);
+        let value = Rc::new(self.file.load_at(line.offset, line.len, line.line_no)?);
         self.last = Some((entry, Rc::clone(&value)));
         Ok(value)
     }
@@ -85,6 +89,8 @@ pub struct ToolFacts {
 pub struct Document {
     pub text: String,
     pub tool: Option<ToolFacts>,
+    /// The `timestamp` (when a string) of the event's entry (a call's assistant entry).
+    pub created_at: Option<String>,
 }
 
 /// `contentText(content)`: a string as is; the `text` of every text block joined with `\n`;
@@ -110,6 +116,17 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
 
 /// Build the document of one event.
 pub fn build(loader: &mut Loader, event: &Event) -> Result<Document, SessionError> {
+    let created_at = loader
+        .load(event.source.entry())?
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut doc = build_text(loader, event)?;
+    doc.created_at = created_at;
+    Ok(doc)
+}
+
+fn build_text(loader: &mut Loader, event: &Event) -> Result<Document, SessionError> {
     match event.source {
         Source::Text { entry } => {
             let value = loader.load(entry)?;
@@ -128,7 +145,11 @@ pub fn build(loader: &mut Loader, event: &Event) -> Result<Document, SessionErro
                     }
                 }
             };
-            Ok(Document { text, tool: None })
+            Ok(Document {
+                text,
+                tool: None,
+                created_at: None,
+            })
         }
         Source::Call {
             entry,
@@ -326,6 +347,7 @@ fn tool_document(facts: ToolFacts, output: &str) -> Document {
     Document {
         text,
         tool: Some(facts),
+        created_at: None,
     }
 }
 

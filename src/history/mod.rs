@@ -19,6 +19,7 @@
 //! ```
 
 pub mod document;
+mod flat;
 pub mod jsjson;
 pub mod matcher;
 pub mod page;
@@ -37,7 +38,7 @@ pub use read::ReadOptions;
 
 use crate::envelope::{DomainError, ErrorClass, Refusal, fits};
 pub use crate::session::{IndexMode, IndexUse};
-use crate::session::{Session, SessionError};
+use crate::session::{Session, SessionError, SessionFile};
 use crate::words::{plural, seq_range};
 use page::{PageSpec, RowSource, Visible};
 
@@ -220,7 +221,8 @@ impl Default for ListOptions {
 
 /// An opened session with its active-branch projection.
 pub struct Opened {
-    pub session: Session,
+    /// The session file (for decoding the lines of shown events) and its header.
+    pub file: SessionFile,
     pub projection: Projection,
     /// How the session index was used; reported as `data.index`.
     pub index: IndexUse,
@@ -241,23 +243,63 @@ pub fn open_with(
     Ok(open_testing_lines(path, leaf, None, index)?.0)
 }
 
+/// Open through an index that covers every complete line and stores the default branch's
+/// projection (see `flat`): no skeleton is decoded.
+fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, HistoryError> {
+    let IndexMode::In { dir, now } = index else {
+        return Ok(None);
+    };
+    let Some((file, extra)) = SessionFile::open_reused(path, dir, *now)? else {
+        return Ok(None);
+    };
+    let (buf, at) = extra.into_parts();
+    Ok(
+        flat::decode(buf, at, &file.header.id).map(|projection| Opened {
+            file,
+            projection,
+            index: IndexUse::Reused,
+        }),
+    )
+}
+
+/// Open and project; with `line_test`, also the test's flag of every line of
+/// `projection.lines`.
 fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
     line_test: Option<&crate::session::LineTest<'_>>,
     index: &IndexMode<'_>,
 ) -> Result<(Opened, Vec<u64>), HistoryError> {
-    let (session, flags, index) = Session::open_indexed(path, line_test, index)?;
-    let leaf = session.leaf(leaf)?;
-    let branch = session.active_branch(leaf);
-    let projection = Projection::build(&session, &branch);
+    if leaf.is_none()
+        && line_test.is_none()
+        && let Some(opened) = open_reused(path, index)?
+    {
+        return Ok((opened, Vec::new()));
+    }
+    let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
+    let leaf_entry = session.leaf(leaf)?;
+    let branch = session.active_branch(leaf_entry);
+    let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
+    let mut index = used;
+    if let Some(pending) = pending {
+        // The stored projection must be the default branch of exactly the indexed lines.
+        let extra = (leaf.is_none() && session.entries.len() == pending.entries())
+            .then(|| flat::encode(&projection))
+            .flatten();
+        index = pending.write(extra.as_deref(), used);
+    }
+    let line_flags = if flags.is_empty() {
+        Vec::new()
+    } else {
+        entry_of_line.iter().map(|&e| flags[e]).collect()
+    };
     Ok((
         Opened {
-            session,
+            file: session.into_file(),
             projection,
             index,
         },
-        flags,
+        line_flags,
     ))
 }
 
@@ -295,12 +337,12 @@ fn windows_of_data<'a>(opened: &'a Opened, shown: usize) -> WindowsData<'a> {
     let rows = projection.windows[..shown]
         .iter()
         .map(|w| {
-            let events = &projection.events[w.events.clone()];
+            let events = w.events.clone();
             WindowRow {
                 window_id: &w.window_id,
                 created_at: w.created_at.as_deref(),
-                first_seq: events.first().map(|e| e.seq),
-                last_seq: events.last().map(|e| e.seq),
+                first_seq: (!events.is_empty()).then(|| projection.event(events.start).seq),
+                last_seq: (!events.is_empty()).then(|| projection.event(events.end - 1).seq),
                 item_count: events.len(),
             }
         })
@@ -309,7 +351,7 @@ fn windows_of_data<'a>(opened: &'a Opened, shown: usize) -> WindowsData<'a> {
         session_id: &projection.session_id,
         windows: rows,
         more: projection.windows.len() - shown,
-        skipped_lines: opened.session.skipped_lines,
+        skipped_lines: opened.file.skipped_lines,
         index: opened.index.as_str(),
     }
 }
@@ -376,8 +418,7 @@ fn check_window(projection: &Projection, window_id: Option<&str>) -> Result<(), 
 /// user/assistant rule), as event indexes ascending by seq.
 fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) -> Vec<usize> {
     projection
-        .events
-        .iter()
+        .events()
         .enumerate()
         .filter(|(_, e)| {
             options
@@ -394,10 +435,6 @@ fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) 
         })
         .map(|(i, _)| i)
         .collect()
-}
-
-fn created_at_fn(session: &Session) -> impl Fn(usize) -> Option<String> + '_ {
-    move |entry| session.entries[entry].timestamp.clone()
 }
 
 /// `history-list`: one page of events (docs/spec/history.md §13).
@@ -420,14 +457,13 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
         .into_iter()
         .map(|event| Visible {
             event,
-            seq: projection.events[event].seq,
+            seq: projection.event(event).seq,
             offset: None,
         })
         .collect();
     let foldable: Vec<usize> = if fold {
         projection
-            .events
-            .iter()
+            .events()
             .enumerate()
             .filter(|(_, e)| matches!(e.role, EventRole::Tool | EventRole::Context))
             .filter(|(_, e)| {
@@ -441,7 +477,7 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
     } else {
         Vec::new()
     };
-    let mut loader = Loader::new(&opened.session);
+    let mut loader = Loader::new(&opened.file, &opened.projection);
     render_page(opened, &mut loader, &vis, &foldable, options, fold)
 }
 
@@ -457,9 +493,8 @@ fn render_page(
     fold: bool,
 ) -> Result<Rendered, HistoryError> {
     let projection = &opened.projection;
-    let created_at = created_at_fn(&opened.session);
-    let mut rows = RowSource::new(projection, &created_at, |event: usize| {
-        Ok(document::build(loader, &projection.events[event])?)
+    let mut rows = RowSource::new(projection, |event: usize| {
+        Ok(document::build(loader, &projection.event(event))?)
     });
     let spec = PageSpec {
         limit: options.limit,
@@ -473,7 +508,7 @@ fn render_page(
         foldable,
         &spec,
         &mut rows,
-        opened.session.skipped_lines,
+        opened.file.skipped_lines,
         opened.index.as_str(),
     )?;
     Ok(Rendered {
@@ -549,10 +584,10 @@ pub(crate) fn search_with(
     let upper = options.before.unwrap_or(u64::MAX);
     let mask = |entry: usize| masks.get(entry).copied().unwrap_or(u64::MAX);
     let may_match = |lines: u64| prefilter.is_none_or(|p| p.candidate(lines));
-    let mut loader = Loader::new(&opened.session);
+    let mut loader = Loader::new(&opened.file, &opened.projection);
     let mut vis = Vec::new();
     for event in filtered(projection, options, false) {
-        let e = &projection.events[event];
+        let e = &projection.event(event);
         if e.seq <= lower || e.seq >= upper {
             continue;
         }

@@ -65,7 +65,7 @@ pub struct EventRow {
     pub output_truncated: Option<bool>,
     /// Present with `output_truncated`: the path or null.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "PathOrNull")]
     pub full_output_path: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested_calls: Option<NestedSummary>,
@@ -76,6 +76,22 @@ pub struct EventRow {
     pub offset_chars: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_name_omitted: Option<bool>,
+}
+
+/// Schema of `full_output_path` when present: the path Pi recorded, or null.
+struct PathOrNull;
+
+impl schemars::JsonSchema for PathOrNull {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PathOrNull".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The path of the full output Pi saved, or null when it saved none.",
+            "type": ["string", "null"]
+        })
+    }
 }
 
 /// A fold row (docs/spec/history.md §11.2).
@@ -224,20 +240,14 @@ fn render_row(row: &Row) -> String {
 /// Builds event rows from documents (built once per event).
 pub struct RowSource<'p, F> {
     pub projection: &'p Projection,
-    pub created_at: &'p dyn Fn(usize) -> Option<String>,
     pub document: F,
     cache: HashMap<usize, Rc<Document>>,
 }
 
 impl<'p, F: FnMut(usize) -> Result<Document, HistoryError>> RowSource<'p, F> {
-    pub fn new(
-        projection: &'p Projection,
-        created_at: &'p dyn Fn(usize) -> Option<String>,
-        document: F,
-    ) -> Self {
+    pub fn new(projection: &'p Projection, document: F) -> Self {
         RowSource {
             projection,
-            created_at,
             document,
             cache: HashMap::new(),
         }
@@ -254,7 +264,7 @@ impl<'p, F: FnMut(usize) -> Result<Document, HistoryError>> RowSource<'p, F> {
 
     fn row(&mut self, v: Visible, max_chars: usize) -> Result<EventRow, HistoryError> {
         let doc = self.doc(v.event)?;
-        let event = &self.projection.events[v.event];
+        let event = &self.projection.event(v.event);
         let total = char_len(&doc.text);
         let start = v.offset.unwrap_or(0);
         let truncated = start > 0 || start + max_chars < total;
@@ -268,7 +278,7 @@ impl<'p, F: FnMut(usize) -> Result<Document, HistoryError>> RowSource<'p, F> {
             seq: event.seq,
             window_id: self.projection.window_id(event).to_string(),
             role: event.role,
-            created_at: (self.created_at)(event.source.entry()),
+            created_at: doc.created_at.clone(),
             tool: tool.map(|t| t.name.clone()),
             tool_status: tool.map(|t| t.status.as_str()),
             output_truncated: tool.filter(|t| t.output_truncated).map(|_| true),
@@ -292,18 +302,18 @@ impl<'p, F: FnMut(usize) -> Result<Document, HistoryError>> RowSource<'p, F> {
 
 /// The fold of the foldable events strictly between `lo` and `hi`.
 fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Option<FoldRow> {
-    let seqs = |i: usize| projection.events[foldable[i]].seq;
-    let start = foldable.partition_point(|&e| projection.events[e].seq <= lo);
-    let end = foldable.partition_point(|&e| projection.events[e].seq < hi);
+    let seqs = |i: usize| projection.event(foldable[i]).seq;
+    let start = foldable.partition_point(|&e| projection.event(e).seq <= lo);
+    let end = foldable.partition_point(|&e| projection.event(e).seq < hi);
     if start >= end {
         return None;
     }
     let mut order: Vec<&str> = Vec::new();
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for &e in &foldable[start..end] {
-        let event = &projection.events[e];
+        let event = &projection.event(e);
         if event.role == EventRole::Tool {
-            let name = event.tool_name.as_deref().unwrap_or("unknown");
+            let name = projection.tool_name(event).unwrap_or("unknown");
             let count = counts.entry(name).or_insert(0);
             if *count == 0 {
                 order.push(name);

@@ -44,7 +44,7 @@ impl EventRole {
     }
 }
 
-/// Where an event's facts come from (entry indexes into `Session::entries`).
+/// Where an event's facts come from (indexes into `Projection::lines`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// A user, assistant or context event: one entry's text.
@@ -74,7 +74,7 @@ impl Source {
 }
 
 /// One public event, without its document.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Event {
     pub seq: u64,
     /// Index into `Projection::windows`.
@@ -84,8 +84,23 @@ pub struct Event {
     /// For user/assistant events: whether the document is non-empty (the conversation view
     /// hides empty ones). Always true for other roles.
     pub has_text: bool,
-    /// Tool events: the tool name as folds count it (`unknown` when missing).
-    pub tool_name: Option<String>,
+    /// Tool events: the tool name as folds count it (`unknown` when missing), as an index
+    /// into `Projection::tool_names`; [`NO_TOOL`] for other events.
+    pub tool_name: u32,
+}
+
+/// `Event::tool_name` of an event that is not a tool event.
+pub const NO_TOOL: u32 = u32::MAX;
+
+/// Where one session line of an event is in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line {
+    /// Byte offset of the line start.
+    pub offset: u64,
+    /// Byte length, without the `\n`.
+    pub len: u64,
+    /// 1-based line number (for error messages).
+    pub line_no: u64,
 }
 
 /// One window of the active branch.
@@ -105,11 +120,54 @@ pub struct Projection {
     pub highest_seq: u64,
     pub windows: Vec<Window>,
     /// All events of the branch, ascending by seq (window order = seq order).
-    pub events: Vec<Event>,
-    /// Every seq of an on-branch counted entry or call, ascending (consumed result slots too).
-    pub branch_seqs: Vec<u64>,
-    /// Consumed result seq → the call seq it is shown at.
-    pub paired_results: FxHashMap<u64, u64>,
+    pub(super) events: Store<Event>,
+    /// Consumed result seq → the call seq it is shown at, ascending by result seq. Every seq
+    /// of an on-branch counted entry or call is an event's or one of these.
+    pub(super) paired: Store<(u64, u64)>,
+    /// The session lines events are built from (`Source` indexes into it).
+    pub(super) lines: Store<Line>,
+    /// Distinct tool names (`Event::tool_name` indexes into it).
+    pub tool_names: Vec<String>,
+    /// The flat encoding the `Store::Flat` arrays are read from (see `super::flat`).
+    pub(super) flat: Vec<u8>,
+}
+
+/// An array of a projection: built in memory, or read in place from its flat encoding (so a
+/// call on an unchanged session copies no record it does not look at).
+#[derive(Debug, Clone)]
+pub(super) enum Store<T> {
+    Owned(Vec<T>),
+    /// `len` records of `T::BYTES` bytes at `at` in `Projection::flat`.
+    Flat {
+        at: usize,
+        len: usize,
+    },
+}
+
+/// A fixed-width record of a flat array.
+pub(super) trait Record: Copy {
+    const BYTES: usize;
+    /// Decode a record (its bytes were checked when the encoding was read).
+    fn read(bytes: &[u8]) -> Self;
+}
+
+impl<T: Record> Store<T> {
+    fn len(&self) -> usize {
+        match self {
+            Store::Owned(v) => v.len(),
+            Store::Flat { len, .. } => *len,
+        }
+    }
+
+    fn get(&self, flat: &[u8], i: usize) -> T {
+        match self {
+            Store::Owned(v) => v[i],
+            Store::Flat { at, .. } => {
+                let from = at + i * T::BYTES;
+                T::read(&flat[from..from + T::BYTES])
+            }
+        }
+    }
 }
 
 /// How many seqs an entry consumes (docs/spec/history.md §2).
@@ -168,6 +226,12 @@ impl Projection {
     /// `Session::active_branch`).
     #[allow(clippy::expect_used, reason = "the root window exists")]
     pub fn build(session: &Session, branch: &[usize]) -> Projection {
+        Self::build_with_entries(session, branch).0
+    }
+
+    /// [`Projection::build`], also giving the session entry of every line of `lines`.
+    #[allow(clippy::expect_used, reason = "the root window exists")]
+    pub fn build_with_entries(session: &Session, branch: &[usize]) -> (Projection, Vec<usize>) {
         // docs/spec/history.md §2: seqs over all entries in file order.
         let mut first_seq = Vec::with_capacity(session.entries.len());
         let mut next = 1u64;
@@ -245,6 +309,36 @@ impl Projection {
             }
         }
 
+        // Session entries → `lines`, in the order events first name them.
+        let mut line_of = vec![u32::MAX; session.entries.len()];
+        let mut lines: Vec<Line> = Vec::with_capacity(branch.len());
+        let mut entry_of_line: Vec<usize> = Vec::with_capacity(branch.len());
+        let mut line = |entry: usize| -> usize {
+            if line_of[entry] == u32::MAX {
+                let e = &session.entries[entry];
+                line_of[entry] = lines.len() as u32;
+                entry_of_line.push(entry);
+                lines.push(Line {
+                    offset: e.offset,
+                    len: e.len,
+                    line_no: e.line_no,
+                });
+            }
+            line_of[entry] as usize
+        };
+        let mut tool_names: Vec<String> = Vec::new();
+        let mut tool_ids: FxHashMap<String, u32> = FxHashMap::default();
+        let mut tool = |name: Option<&str>| -> u32 {
+            let name = name.unwrap_or("unknown");
+            if let Some(&id) = tool_ids.get(name) {
+                return id;
+            }
+            let id = tool_names.len() as u32;
+            tool_names.push(name.to_string());
+            tool_ids.insert(name.to_string(), id);
+            id
+        };
+
         // docs/spec/history.md §5.2: events.
         let mut paired_results = FxHashMap::default();
         paired_results.reserve(branch.len() / 2);
@@ -263,9 +357,9 @@ impl Projection {
                         seq,
                         window: window_index,
                         role,
-                        source: Source::Text { entry },
+                        source: Source::Text { entry: line(entry) },
                         has_text,
-                        tool_name: None,
+                        tool_name: NO_TOOL,
                     },
                     Raw::Call { seq, entry, block } => {
                         let EntryKind::Message(m) = &session.entries[entry].kind else {
@@ -281,6 +375,7 @@ impl Projection {
                             paired_results.insert(result_seq, seq);
                             result = Some(result_entry);
                         }
+                        let entry = line(entry);
                         Event {
                             seq,
                             window: window_index,
@@ -288,10 +383,10 @@ impl Projection {
                             source: Source::Call {
                                 entry,
                                 block,
-                                result,
+                                result: result.map(&mut line),
                             },
                             has_text: true,
-                            tool_name: Some(call.name.clone().unwrap_or_else(|| "unknown".into())),
+                            tool_name: tool(call.name.as_deref()),
                         }
                     }
                     Raw::ToolResult { seq, entry } => {
@@ -305,20 +400,18 @@ impl Projection {
                             seq,
                             window: window_index,
                             role: EventRole::Tool,
-                            source: Source::Result { entry },
+                            source: Source::Result { entry: line(entry) },
                             has_text: true,
-                            tool_name: Some(
-                                m.tool_name.clone().unwrap_or_else(|| "unknown".into()),
-                            ),
+                            tool_name: tool(m.tool_name.as_deref()),
                         }
                     }
                     Raw::Bash { seq, entry } => Event {
                         seq,
                         window: window_index,
                         role: EventRole::Tool,
-                        source: Source::Bash { entry },
+                        source: Source::Bash { entry: line(entry) },
                         has_text: true,
-                        tool_name: Some("bash".into()),
+                        tool_name: tool(Some("bash")),
                     },
                 };
                 events.push(event);
@@ -329,28 +422,95 @@ impl Projection {
                 events: start..events.len(),
             });
         }
-        branch_seqs.sort_unstable();
-        Projection {
+        let mut paired_results: Vec<(u64, u64)> = paired_results.into_iter().collect();
+        paired_results.sort_unstable();
+        let projection = Projection {
             session_id: session.header.id.clone(),
             highest_seq,
             windows: out_windows,
-            events,
-            branch_seqs,
-            paired_results,
+            events: Store::Owned(events),
+            paired: Store::Owned(paired_results),
+            lines: Store::Owned(lines),
+            tool_names,
+            flat: Vec::new(),
+        };
+        (projection, entry_of_line)
+    }
+
+    /// How many events the branch has.
+    pub fn event_count(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The `i`-th event (ascending by seq).
+    pub fn event(&self, i: usize) -> Event {
+        self.events.get(&self.flat, i)
+    }
+
+    /// Every event, ascending by seq.
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        (0..self.events.len()).map(|i| self.event(i))
+    }
+
+    /// The `i`-th session line of `Source` indexes.
+    pub fn line(&self, i: usize) -> Line {
+        self.lines.get(&self.flat, i)
+    }
+
+    /// How many session lines events are built from.
+    pub fn line_count(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Consumed tool results as (result seq, call seq), ascending.
+    pub fn paired_results(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.paired.len()).map(|i| self.paired.get(&self.flat, i))
+    }
+
+    /// The index of the event at `seq` in [`Projection::event`] order.
+    fn event_index(&self, seq: u64) -> Option<usize> {
+        let (mut lo, mut hi) = (0, self.events.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.event(mid).seq.cmp(&seq) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
         }
+        None
     }
 
     /// The event at `seq`, if there is one on the branch.
-    pub fn event_at(&self, seq: u64) -> Option<&Event> {
-        self.events
-            .binary_search_by_key(&seq, |e| e.seq)
-            .ok()
-            .map(|i| &self.events[i])
+    pub fn event_at(&self, seq: u64) -> Option<Event> {
+        self.event_index(seq).map(|i| self.event(i))
     }
 
     /// Whether `seq` belongs to an on-branch entry or call.
     pub fn on_branch(&self, seq: u64) -> bool {
-        self.branch_seqs.binary_search(&seq).is_ok()
+        self.event_at(seq).is_some() || self.paired_call(seq).is_some()
+    }
+
+    /// The call seq a consumed tool result `seq` is shown at.
+    pub fn paired_call(&self, seq: u64) -> Option<u64> {
+        let (mut lo, mut hi) = (0, self.paired.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (result, call) = self.paired.get(&self.flat, mid);
+            match result.cmp(&seq) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(call),
+            }
+        }
+        None
+    }
+
+    /// A tool event's name as folds count it.
+    pub fn tool_name(&self, event: &Event) -> Option<&str> {
+        self.tool_names
+            .get(event.tool_name as usize)
+            .map(String::as_str)
     }
 
     /// The window id of an event.

@@ -149,7 +149,7 @@ proptest! {
         };
         let base = ListOptions { limit, roles: roles.clone(), max_chars_per_item: 8, ..ListOptions::default() };
         // Expected: the filtered events of the projection.
-        let expected: Vec<u64> = opened.projection.events.iter()
+        let expected: Vec<u64> = opened.projection.events()
             .filter(|e| match &roles {
                 Some(r) => r.contains(&e.role),
                 None => matches!(e.role, EventRole::User | EventRole::Assistant) && e.has_text,
@@ -187,7 +187,7 @@ proptest! {
         sorted.sort_unstable();
         prop_assert_eq!(&sorted, &expected);
         if roles.is_none() {
-            let foldable = opened.projection.events.iter()
+            let foldable = opened.projection.events()
                 .filter(|e| matches!(e.role, EventRole::Tool | EventRole::Context)).count() as u64;
             prop_assert_eq!(fold_count, foldable);
         }
@@ -211,14 +211,9 @@ proptest! {
             prop_assert_eq!(&back, &expected);
         }
         // Every visible event is on the branch, and every on-branch call+result pair counts once.
-        let visible: BTreeSet<u64> = opened.projection.events.iter().map(|e| e.seq).collect();
+        let visible: BTreeSet<u64> = opened.projection.events().map(|e| e.seq).collect();
         prop_assert!(visible.is_subset(&on_branch));
-        let consumed: HashMap<u64, u64> = opened
-            .projection
-            .paired_results
-            .iter()
-            .map(|(&k, &v)| (k, v))
-            .collect();
+        let consumed: HashMap<u64, u64> = opened.projection.paired_results().collect();
         for (result, call) in consumed {
             prop_assert!(call < result && !visible.contains(&result) && visible.contains(&call));
         }
@@ -373,7 +368,7 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
             format!("\"e{}\"", i - 1)
         };
         // Padding keeps the index of these small sessions under its 10 % share.
-        let pad = "p".repeat(400);
+        let pad = "p".repeat(1200);
         let head = format!(
             r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","pad":"{pad}","message":"#
         );
@@ -448,9 +443,9 @@ proptest! {
         let file = write_raw(&spec);
         // Also query pieces of the documents themselves, so that hits are common.
         let opened = open(file.path(), None).unwrap();
-        let mut loader = super::Loader::new(&opened.session);
-        let docs: Vec<String> = opened.projection.events.iter()
-            .map(|e| super::document::build(&mut loader, e).unwrap().text)
+        let mut loader = super::Loader::new(&opened.file, &opened.projection);
+        let docs: Vec<String> = opened.projection.events()
+            .map(|e| super::document::build(&mut loader, &e).unwrap().text)
             .collect();
         for (pick, start, len) in cuts {
             if docs.is_empty() { break; }
@@ -553,6 +548,111 @@ proptest! {
             prop_assert_eq!(&plain, &again);
             if plain[0].starts_with('{') && point == bytes.len() && point >= 4096 {
                 prop_assert!(uses.iter().all(|u| u == "\"reused\""), "{:?}", uses);
+            }
+        }
+    }
+}
+
+/// A session with calls, results, bash runs and summaries, long enough that its index (with
+/// the stored projection) stays under its share of the file.
+fn stored_projection_session() -> tempfile::NamedTempFile {
+    let mut spec = Vec::new();
+    for i in 0..6 {
+        spec.push(RawKind::User(format!("question {i} about quokka")));
+        spec.push(RawKind::Assistant {
+            text: format!("answer {i}"),
+            calls: vec![
+                ("read".into(), format!(r#"{{"path":"src/{i}.rs","n":1.0}}"#)),
+                ("grep".into(), r#"{"q":"x"}"#.into()),
+            ],
+        });
+        spec.push(RawKind::Result {
+            call: (2 * i) % 12,
+            text: format!("output {i}"),
+            nested: None,
+        });
+        spec.push(RawKind::Bash {
+            command: format!("ls {i}"),
+            output: "a b".into(),
+        });
+    }
+    spec.push(RawKind::Summary("summary of quokka".into()));
+    write_raw(&spec)
+}
+
+#[test]
+fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless() {
+    let file = stored_projection_session();
+    let cache = tempfile::tempdir().unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let queries = vec!["quokka".to_string(), "src/3.rs".to_string()];
+    let (plain, _) = answers(file.path(), &queries, &IndexMode::Off);
+    let (built, uses) = answers(file.path(), &queries, &mode);
+    assert_eq!(built, plain);
+    assert_eq!(uses[0], "\"built\"");
+    let target = crate::session::index::index_path(
+        cache.path(),
+        &std::fs::canonicalize(file.path()).unwrap(),
+    );
+    let good = std::fs::read(&target).unwrap();
+    // Magic, format, front length, front and back checksums, then the front section (head
+    // and the stored projection), then the skeleton.
+    let front_end = 36 + u64::from_le_bytes(good[12..20].try_into().unwrap()) as usize;
+    assert!(front_end < good.len(), "the projection is stored");
+    // A damaged skeleton is not even read while the stored projection covers the file: the
+    // answers come from the stored projection alone.
+    let mut skeleton_damaged = good.clone();
+    skeleton_damaged[front_end + 3] ^= 0x5a;
+    std::fs::write(&target, &skeleton_damaged).unwrap();
+    let (reused, uses) = answers(file.path(), &queries, &mode);
+    assert_eq!(reused, plain);
+    // (`answers` runs the search fourth; it still reads the skeleton, so it rebuilds.)
+    let not_search = uses.iter().enumerate().filter(|(i, _)| *i != 3);
+    assert!(
+        not_search.clone().all(|(_, u)| u == "\"reused\""),
+        "{uses:?}"
+    );
+    // Every flipped byte and every truncation: the same answers; a damaged preamble or front
+    // is rebuilt; a damaged skeleton (or its checksum) is only met, and rebuilt, when the
+    // skeleton is needed (the file grew, another leaf, a search).
+    let quick = |mode: &IndexMode<'_>| -> (Vec<String>, String) {
+        let mut out = Vec::new();
+        let mut first_use = String::new();
+        for r in [
+            super::windows(file.path(), None, mode),
+            super::list(file.path(), None, &ListOptions::default(), mode),
+            super::read(file.path(), None, &ReadOptions::new(3), mode),
+        ] {
+            let mut r = r.unwrap();
+            let used = r.data.as_object_mut().unwrap().remove("index").unwrap();
+            if first_use.is_empty() {
+                first_use = used.to_string();
+            }
+            out.push(format!("{}\n{}", r.data, r.text));
+        }
+        (out, first_use)
+    };
+    let (expected, _) = quick(&IndexMode::Off);
+    // Every byte of the preamble and front, every 5th of the skeleton.
+    for at in (0..good.len()).filter(|&at| at < front_end || at % 5 == 0) {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0x5a;
+        for (damaged, what) in [(flipped, "flipped"), (good[..at].to_vec(), "truncated")] {
+            std::fs::write(&target, &damaged).unwrap();
+            let (answer, used) = quick(&mode);
+            assert_eq!(answer, expected, "{what} at {at}");
+            // Bytes 28..36 are the skeleton's checksum.
+            if at < front_end && !(28..36).contains(&at) {
+                assert_eq!(used, "\"built\"", "{what} at {at}");
+                assert_eq!(std::fs::read(&target).unwrap(), good, "{what} at {at}");
+            } else {
+                assert!(
+                    used == "\"built\"" || used == "\"reused\"",
+                    "{what} at {at}"
+                );
             }
         }
     }

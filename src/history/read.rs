@@ -261,18 +261,18 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
         return Err(HistoryError::NotOnBranch { seq });
     }
     let Some(event) = event else {
-        return Err(match projection.paired_results.get(&seq) {
-            Some(&call) => HistoryError::NotAnEvent {
+        return Err(match projection.paired_call(seq) {
+            Some(call) => HistoryError::NotAnEvent {
                 seq,
                 read_seq: call,
             },
             None => HistoryError::NoEvent { seq },
         });
     };
-    let mut loader = Loader::new(&opened.session);
-    let doc = document::build(&mut loader, event)?;
+    let mut loader = Loader::new(&opened.file, &opened.projection);
+    let doc = document::build(&mut loader, &event)?;
     let total = char_len(&doc.text);
-    let window_id = projection.window_id(event);
+    let window_id = projection.window_id(&event);
     let cuts =
         Window::resolve(options.offset_chars, options.limit_chars, total).map_err(|past| {
             HistoryError::InvalidOffset {
@@ -283,9 +283,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
         })?;
     let Window { start, range, .. } = cuts;
     let execution = execution_of(&doc);
-    let created_at = opened.session.entries[event.source.entry()]
-        .timestamp
-        .as_deref();
+    let created_at = doc.created_at.as_deref();
     // The tail of the document from `start`, so each trial slices from its beginning.
     let tail = &doc.text[document::byte_at_char(&doc.text, start)..];
     let build = |d: usize| -> ReadData<'_> {
@@ -303,7 +301,7 @@ pub fn read_in(opened: &Opened, options: &ReadOptions) -> Result<Rendered, Histo
                 next_offset_chars: next,
                 limited_by,
             },
-            skipped_lines: opened.session.skipped_lines,
+            skipped_lines: opened.file.skipped_lines,
             index: opened.index.as_str(),
         }
     };

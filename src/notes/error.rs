@@ -2,7 +2,6 @@
 //! filesystem failures keep their cause for the CLI's stderr line but never leak paths into
 //! the refusal message.
 
-use std::fmt;
 use std::io;
 
 use crate::envelope::{DomainError, ErrorClass, Refusal};
@@ -61,8 +60,10 @@ impl ErrorKind {
     }
 }
 
-/// A refusal or failure of a notes operation.
-#[derive(Debug)]
+/// A refusal or failure of a notes operation. Its `Display` is `<code>: <message>`; the cause
+/// of an `io_error` is its [`std::error::Error::source`].
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", kind.code())]
 pub struct NoteError {
     pub kind: ErrorKind,
     pub message: String,
@@ -73,6 +74,7 @@ pub struct NoteError {
     /// For `output_too_large` and similar: structured facts.
     pub details: Option<Box<serde_json::Value>>,
     /// For `io_error`: the underlying cause (kept out of the refusal message).
+    #[source]
     pub source: Option<io::Error>,
 }
 
@@ -107,24 +109,6 @@ impl NoteError {
     pub fn with_details(mut self, details: serde_json::Value) -> Self {
         self.details = Some(Box::new(details));
         self
-    }
-}
-
-impl fmt::Display for NoteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code(), self.message)?;
-        if let Some(source) = &self.source {
-            write!(f, ": {source}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for NoteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 

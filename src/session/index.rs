@@ -77,7 +77,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -100,7 +100,8 @@ pub fn index_path(cache: &Path, canonical: &Path) -> PathBuf {
 }
 
 /// Read a session through its index (see the module docs): the decoded file, with flags from
-/// `test` for every entry when `want_flags`, and how the index was used.
+/// `test` for every entry when `want_flags`, how the index was used, and the index write
+/// still to do (for `Built` and `Extended`, and for a reused index without extra data).
 pub(crate) fn open_through_index(
     path: &Path,
     file: &File,
@@ -109,14 +110,14 @@ pub(crate) fn open_through_index(
     now: SystemTime,
     want_flags: bool,
     test: &LineTest<'_>,
-) -> Result<(Decoded, IndexUse), SessionError> {
+) -> Result<(Decoded, IndexUse, Option<Pending>), SessionError> {
     let size = meta.len();
     let io_error = |source: std::io::Error| io_error_of(path, source);
     let complete = complete_end(file, size).map_err(io_error)?;
     housekeeping(&index_dir(cache), now);
     let Ok(canonical) = fs::canonicalize(path) else {
         let decoded = decode_range(path, file, size, 0, size, test, Decoded::empty())?;
-        return Ok((decoded, IndexUse::Unavailable));
+        return Ok((decoded, IndexUse::Unavailable, None));
     };
     let target = index_path(cache, &canonical);
     let identity = Identity {
@@ -128,32 +129,115 @@ pub(crate) fn open_through_index(
         .ok()
         .and_then(|bytes| decode(&bytes))
         .filter(|stored| stored.valid_for(&identity, file, complete));
-    let (stored, mut use_) = match loaded {
+    let (stored, use_, had_extra) = match loaded {
         Some(stored) => {
             let indexed = stored.indexed_len;
+            let had_extra = stored.has_extra;
             let mut decoded = stored.decoded;
             if want_flags {
                 decoded.flags = scan_flags(file, &decoded.entries, test).map_err(io_error)?;
             }
             if indexed < complete {
                 let decoded = decode_range(path, file, size, indexed, complete, test, decoded)?;
-                (decoded, IndexUse::Extended)
+                (decoded, IndexUse::Extended, had_extra)
             } else {
-                (decoded, IndexUse::Reused)
+                (decoded, IndexUse::Reused, had_extra)
             }
         }
         None => {
             let decoded = decode_range(path, file, size, 0, complete, test, Decoded::empty())?;
-            (decoded, IndexUse::Built)
+            (decoded, IndexUse::Built, false)
         }
     };
-    if matches!(use_, IndexUse::Built | IndexUse::Extended)
-        && !write(&target, &identity, file, complete, &stored)
-    {
-        use_ = IndexUse::Unavailable;
-    }
+    let pending = if use_ != IndexUse::Reused || !had_extra {
+        Pending::new(target, identity, file, complete, &stored)
+    } else {
+        None
+    };
+    let pending_missing = pending.is_none() && use_ != IndexUse::Reused;
     let decoded = decode_range(path, file, size, complete, size, test, stored)?;
-    Ok((decoded, use_))
+    // No index could be encoded (no header yet): nothing is kept.
+    let use_ = if pending_missing {
+        IndexUse::Unavailable
+    } else {
+        use_
+    };
+    Ok((decoded, use_, pending))
+}
+
+/// What a valid index that covers every complete line holds besides its skeleton (see
+/// [`peek`]).
+pub(crate) struct Peeked {
+    pub header: Header,
+    pub lines: u64,
+    pub skipped: u64,
+    /// The end of the last complete line (= the indexed length).
+    pub complete: u64,
+    /// The caller's extra data.
+    pub extra: Extra,
+}
+
+/// The extra data of an index, as read (the tail of a buffer, so it is not copied).
+pub struct Extra {
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Extra {
+    /// The buffer and where in it the extra data starts.
+    pub fn into_parts(self) -> (Vec<u8>, usize) {
+        (self.buf, self.at)
+    }
+}
+
+/// The head and extra data of a valid index that covers every complete line of `file` and
+/// carries extra data, without decoding its skeleton (the whole file's checksum is still
+/// checked). `None` for anything else.
+pub(crate) fn peek(
+    path: &Path,
+    file: &File,
+    meta: &Metadata,
+    cache: &Path,
+    now: SystemTime,
+) -> Result<Option<Peeked>, SessionError> {
+    let complete = complete_end(file, meta.len()).map_err(|e| io_error_of(path, e))?;
+    housekeeping(&index_dir(cache), now);
+    let Ok(canonical) = fs::canonicalize(path) else {
+        return Ok(None);
+    };
+    let identity = Identity {
+        path: canonical.as_os_str().as_encoded_bytes().to_vec(),
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    let Some(mut front) = read_front(&index_path(cache, &canonical)) else {
+        return Ok(None);
+    };
+    let mut r = In { buf: &front, at: 0 };
+    let Some(head) = decode_head(&mut r) else {
+        return Ok(None);
+    };
+    let Some(extra_len) = r.u().and_then(|n| usize::try_from(n).ok()) else {
+        return Ok(None);
+    };
+    let extra_at = r.at;
+    if extra_len == 0
+        || extra_at.checked_add(extra_len) != Some(front.len())
+        || head.indexed_len != complete
+        || !head.valid_for(&identity, file, complete)
+    {
+        return Ok(None);
+    }
+    Ok(Some(Peeked {
+        header: head.header,
+        lines: head.lines,
+        skipped: head.skipped,
+        complete,
+        extra: Extra {
+            buf: std::mem::take(&mut front),
+            at: extra_at,
+        },
+    }))
 }
 
 /// The offset just past the last `\n` of the file (0 when there is none).
@@ -236,23 +320,41 @@ struct Identity {
     ino: u64,
 }
 
-/// A decoded index file.
-struct Stored {
+/// The head of an index file: which file and which bytes of it it covers.
+struct Head {
     identity: Identity,
     indexed_len: u64,
     head_hash: [u8; 20],
     tail_hash: [u8; 20],
-    decoded: Decoded,
+    lines: u64,
+    skipped: u64,
+    header: Header,
 }
 
-impl Stored {
+impl Head {
     fn valid_for(&self, identity: &Identity, file: &File, complete: u64) -> bool {
         self.identity.path == identity.path
             && self.identity.dev == identity.dev
             && self.identity.ino == identity.ino
             && self.indexed_len <= complete
+            && self.lines <= self.indexed_len
             && edges(file, self.indexed_len)
                 .is_ok_and(|(h, t)| h == self.head_hash && t == self.tail_hash)
+    }
+}
+
+/// A decoded index file.
+struct Stored {
+    head: Head,
+    indexed_len: u64,
+    /// Whether it carries extra data.
+    has_extra: bool,
+    decoded: Decoded,
+}
+
+impl Stored {
+    fn valid_for(&self, identity: &Identity, file: &File, complete: u64) -> bool {
+        self.head.valid_for(identity, file, complete)
     }
 }
 
@@ -269,34 +371,88 @@ fn edges(file: &File, len: u64) -> std::io::Result<([u8; 20], [u8; 20])> {
     ))
 }
 
-/// Encode and atomically write the index of `[0, complete)`; `false` when it was not kept.
-fn write(
-    target: &Path,
-    identity: &Identity,
-    file: &File,
+/// An index write still to do: the encoded head and skeleton of `[0, complete)`, to which the
+/// caller may add its own extra data before it is written.
+pub struct Pending {
+    target: PathBuf,
     complete: u64,
-    decoded: &Decoded,
-) -> bool {
-    let Some(header) = &decoded.header else {
-        return false;
-    };
-    let Ok((head_hash, tail_hash)) = edges(file, complete) else {
-        return false;
-    };
-    let bytes = encode(identity, complete, &head_hash, &tail_hash, header, decoded);
-    if (bytes.len() as u64) * 100 > complete * MAX_SHARE_PERCENT {
-        return false;
+    entries: usize,
+    head: Vec<u8>,
+    skeleton: Vec<u8>,
+}
+
+impl Pending {
+    fn new(
+        target: PathBuf,
+        identity: Identity,
+        file: &File,
+        complete: u64,
+        decoded: &Decoded,
+    ) -> Option<Pending> {
+        let header = decoded.header.as_ref()?;
+        let (head_hash, tail_hash) = edges(file, complete).ok()?;
+        let head = encode_head(&identity, complete, &head_hash, &tail_hash, header, decoded);
+        let skeleton = encode_skeleton(decoded);
+        Some(Pending {
+            target,
+            complete,
+            entries: decoded.entries.len(),
+            head,
+            skeleton,
+        })
     }
-    let Some(dir) = target.parent() else {
-        return false;
-    };
-    let written = fs::create_dir_all(dir).and_then(|()| {
-        let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-        temp.write_all(&bytes)?;
-        temp.persist(target).map_err(|e| e.error)?;
-        Ok(())
-    });
-    written.is_ok()
+
+    /// How many entries the index covers (the session's first ones; more may follow in a
+    /// line after the last `\n`).
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
+    /// e.g. history's projection; `None` for none). Extra data that would push the index past
+    /// its share of the file is dropped. Returns how the call used the index: `used`, or
+    /// `Unavailable` when a `Built`/`Extended` index could not be kept.
+    pub fn write(&self, extra: Option<&[u8]>, used: IndexUse) -> IndexUse {
+        let kept = match extra {
+            Some(extra) if !extra.is_empty() && self.write_with(extra) => true,
+            _ => self.write_with(&[]),
+        };
+        if kept || used == IndexUse::Reused {
+            used
+        } else {
+            IndexUse::Unavailable
+        }
+    }
+
+    fn write_with(&self, extra: &[u8]) -> bool {
+        let mut front = Out {
+            buf: Vec::with_capacity(self.head.len() + extra.len() + 16),
+        };
+        front.buf.extend_from_slice(&self.head);
+        front.bytes(extra);
+        let front = front.buf;
+        let mut bytes = Vec::with_capacity(PREAMBLE + front.len() + self.skeleton.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&FORMAT.to_le_bytes());
+        bytes.extend_from_slice(&(front.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&checksum(&front).to_le_bytes());
+        bytes.extend_from_slice(&checksum(&self.skeleton).to_le_bytes());
+        bytes.extend_from_slice(&front);
+        bytes.extend_from_slice(&self.skeleton);
+        if (bytes.len() as u64) * 100 > self.complete * MAX_SHARE_PERCENT {
+            return false;
+        }
+        let Some(dir) = self.target.parent() else {
+            return false;
+        };
+        let written = fs::create_dir_all(dir).and_then(|()| {
+            let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+            temp.write_all(&bytes)?;
+            temp.persist(&self.target).map_err(|e| e.error)?;
+            Ok(())
+        });
+        written.is_ok()
+    }
 }
 
 // ------------------------------------------------------------------------------- encoding
@@ -361,14 +517,8 @@ fn role_tag(role: &Role) -> u64 {
     }
 }
 
-fn encode(
-    identity: &Identity,
-    indexed_len: u64,
-    head_hash: &[u8; 20],
-    tail_hash: &[u8; 20],
-    header: &Header,
-    decoded: &Decoded,
-) -> Vec<u8> {
+/// The skeleton section: the string table, then every entry.
+fn encode_skeleton(decoded: &Decoded) -> Vec<u8> {
     let mut strings = Interner::default();
     let mut body = Out {
         buf: Vec::with_capacity(decoded.entries.len() * 48),
@@ -453,7 +603,28 @@ fn encode(
         }
     }
     let mut out = Out {
-        buf: Vec::with_capacity(body.buf.len() + strings.order.len() * 16 + 256),
+        buf: Vec::with_capacity(body.buf.len() + strings.order.len() * 16 + 16),
+    };
+    out.u(strings.order.len() as u64);
+    for s in &strings.order {
+        out.bytes(s.as_bytes());
+    }
+    out.u(decoded.entries.len() as u64);
+    out.buf.extend_from_slice(&body.buf);
+    out.buf
+}
+
+/// The head section: which file and bytes the index covers, and the header.
+fn encode_head(
+    identity: &Identity,
+    indexed_len: u64,
+    head_hash: &[u8; 20],
+    tail_hash: &[u8; 20],
+    header: &Header,
+    decoded: &Decoded,
+) -> Vec<u8> {
+    let mut out = Out {
+        buf: Vec::with_capacity(identity.path.len() + 128),
     };
     out.bytes(&identity.path);
     out.u(identity.dev);
@@ -472,18 +643,7 @@ fn encode(
             out.bytes(ts.as_bytes());
         }
     }
-    out.u(strings.order.len() as u64);
-    for s in &strings.order {
-        out.bytes(s.as_bytes());
-    }
-    out.u(decoded.entries.len() as u64);
-    out.buf.extend_from_slice(&body.buf);
-    let mut file = Vec::with_capacity(out.buf.len() + 20);
-    file.extend_from_slice(MAGIC);
-    file.extend_from_slice(&FORMAT.to_le_bytes());
-    file.extend_from_slice(&checksum(&out.buf).to_le_bytes());
-    file.extend_from_slice(&out.buf);
-    file
+    out.buf
 }
 
 /// The checksum of an index body.
@@ -527,18 +687,44 @@ impl<'a> In<'a> {
     }
 }
 
-/// Decode an index file; `None` for anything but a whole index of this format.
-fn decode(file: &[u8]) -> Option<Stored> {
-    let (magic, rest) = file.split_at_checked(MAGIC.len())?;
-    let (format, rest) = rest.split_at_checked(4)?;
-    let (sum, body) = rest.split_at_checked(8)?;
-    if magic != MAGIC
-        || u32::from_le_bytes(format.try_into().ok()?) != FORMAT
-        || u64::from_le_bytes(sum.try_into().ok()?) != checksum(body)
-    {
+/// Bytes before the front section: magic, format, front length, front and back checksums.
+const PREAMBLE: usize = 8 + 4 + 8 + 8 + 8;
+
+/// The front length and the two checksums, when the magic and format are right.
+fn preamble(bytes: &[u8]) -> Option<(usize, u64, u64)> {
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    (bytes.get(..8)? == MAGIC && u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) == FORMAT)
+        .then_some(())?;
+    Some((usize::try_from(word(12)?).ok()?, word(20)?, word(28)?))
+}
+
+/// The front (head and extra data) and back (skeleton) sections of a whole index file whose
+/// magic, format and checksums are right.
+fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (front_len, front_sum, back_sum) = preamble(file)?;
+    let rest = file.get(PREAMBLE..)?;
+    let (front, back) = rest.split_at_checked(front_len)?;
+    (checksum(front) == front_sum && checksum(back) == back_sum).then_some((front, back))
+}
+
+/// Only the checked front section of the index file `path` (its skeleton is neither read
+/// nor checked).
+fn read_front(path: &Path) -> Option<Vec<u8>> {
+    let file = File::open(path).ok()?;
+    let mut pre = [0u8; PREAMBLE];
+    file.read_exact_at(&mut pre, 0).ok()?;
+    let (front_len, front_sum, _) = preamble(&pre)?;
+    if front_len as u64 > file.metadata().ok()?.len() {
         return None;
     }
-    let mut r = In { buf: body, at: 0 };
+    let mut front = vec![0u8; front_len];
+    file.read_exact_at(&mut front, PREAMBLE as u64).ok()?;
+    (checksum(&front) == front_sum).then_some(front)
+}
+
+fn decode_head(r: &mut In<'_>) -> Option<Head> {
     let identity = Identity {
         path: r.bytes()?.to_vec(),
         dev: r.u()?,
@@ -558,6 +744,28 @@ fn decode(file: &[u8]) -> Option<Stored> {
             _ => return None,
         },
     };
+    Some(Head {
+        identity,
+        indexed_len,
+        head_hash,
+        tail_hash,
+        lines,
+        skipped,
+        header,
+    })
+}
+
+/// Decode an index file; `None` for anything but a whole index of this format.
+fn decode(file: &[u8]) -> Option<Stored> {
+    let (front, body) = checked_sections(file)?;
+    let mut r = In { buf: front, at: 0 };
+    let head = decode_head(&mut r)?;
+    let has_extra = !r.bytes()?.is_empty();
+    if r.at != front.len() {
+        return None;
+    }
+    let (indexed_len, lines) = (head.indexed_len, head.lines);
+    let mut r = In { buf: body, at: 0 };
     let count = usize::try_from(r.u()?).ok()?;
     // Every string takes at least one byte, every entry at least six.
     if count > body.len() {
@@ -674,17 +882,16 @@ fn decode(file: &[u8]) -> Option<Stored> {
         return None;
     }
     Some(Stored {
-        identity,
-        indexed_len,
-        head_hash,
-        tail_hash,
         decoded: Decoded {
-            header: Some(header),
+            header: Some(head.header.clone()),
             entries,
             flags: Vec::new(),
-            skipped,
+            skipped: head.skipped,
             lines,
         },
+        head,
+        indexed_len,
+        has_extra,
     })
 }
 
@@ -750,7 +957,7 @@ fn housekeeping(dir: &Path, now: SystemTime) {
 /// The session path an index file names (read from its first bytes only).
 fn session_path_of(index: &Path) -> Option<PathBuf> {
     use std::io::Read;
-    let mut head = vec![0u8; 8 + 4 + 8 + 10 + 4096];
+    let mut head = vec![0u8; PREAMBLE + 10 + 4096];
     let mut file = File::open(index).ok()?;
     let mut n = 0;
     while n < head.len() {
@@ -760,7 +967,7 @@ fn session_path_of(index: &Path) -> Option<PathBuf> {
             Err(_) => return None,
         }
     }
-    let body = head.get(20..n)?;
+    let body = head.get(PREAMBLE..n)?;
     if head.get(..8)? != MAGIC {
         return None;
     }

@@ -231,12 +231,28 @@ impl Session {
         line_test: Option<&LineTest<'_>>,
         mode: &IndexMode<'_>,
     ) -> Result<(Session, Vec<u64>, IndexUse), SessionError> {
+        let (session, flags, use_, pending) = Self::open_deferred(path, line_test, mode)?;
+        let use_ = match pending {
+            Some(pending) => pending.write(None, use_),
+            None => use_,
+        };
+        Ok((session, flags, use_))
+    }
+
+    /// [`Session::open_indexed`], leaving the index write to the caller: when the index must
+    /// be (re)written, the [`index::Pending`] write is handed back so the caller can attach
+    /// its own derived data (see [`index::Pending::write`]).
+    pub fn open_deferred(
+        path: &Path,
+        line_test: Option<&LineTest<'_>>,
+        mode: &IndexMode<'_>,
+    ) -> Result<(Session, Vec<u64>, IndexUse, Option<index::Pending>), SessionError> {
         let io_error = |source: std::io::Error| io_error_of(path, source);
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
         let test = |line: &[u8]| line_test.map_or(0, |t| t(line));
-        let (mut decoded, use_) = match mode {
+        let (mut decoded, use_, pending) = match mode {
             IndexMode::Off | IndexMode::Unavailable => {
                 let decoded = decode_range(path, &file, size, 0, size, &test, Decoded::empty())?;
                 let use_ = if matches!(mode, IndexMode::Off) {
@@ -244,7 +260,7 @@ impl Session {
                 } else {
                     IndexUse::Unavailable
                 };
-                (decoded, use_)
+                (decoded, use_, None)
             }
             IndexMode::In { dir, now } => index::open_through_index(
                 path,
@@ -264,7 +280,17 @@ impl Session {
         if line_test.is_none() {
             flags.clear();
         }
-        Ok((session, flags, use_))
+        Ok((session, flags, use_, pending))
+    }
+
+    /// The file handle and header, keeping only what reading single lines needs.
+    pub fn into_file(self) -> SessionFile {
+        SessionFile {
+            path: self.path,
+            file: self.file,
+            header: self.header,
+            skipped_lines: self.skipped_lines,
+        }
     }
 
     /// A session from its decoded parts: the in-memory migrations and the id index.
@@ -362,46 +388,136 @@ impl Session {
 
     /// The raw bytes of one entry's line, re-read from the file (earlier lines never change
     /// while Pi appends).
-    #[allow(
-        clippy::expect_used,
-        reason = "a line fits in memory because it was read"
-    )]
     pub fn raw_line(&self, index: usize) -> Result<Vec<u8>, SessionError> {
-        use std::os::unix::fs::FileExt;
         let entry = &self.entries[index];
-        let len = usize::try_from(entry.len).expect("a line fits in memory because it was read");
-        let mut buf = vec![0u8; len];
-        self.file
-            .read_exact_at(&mut buf, entry.offset)
-            .map_err(|source| SessionError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
-        Ok(buf)
+        read_line_at(&self.path, &self.file, entry.offset, entry.len)
     }
 
     /// Fully decode one entry (order-preserving objects), with the in-memory migrations
     /// applied: a v1/v2 `hookMessage` role reads as `custom`.
     pub fn load(&self, index: usize) -> Result<Value, SessionError> {
-        let raw = self.raw_line(index)?;
-        let mut value = parse_value(&raw).ok_or_else(|| SessionError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "line {} changed since it was read",
-                    self.entries[index].line_no
-                ),
-            ),
-        })?;
-        if self.header.version < 3
-            && let Some(role) = value.pointer_mut("/message/role")
-            && role == "hookMessage"
-        {
-            *role = Value::String("custom".into());
-        }
-        Ok(value)
+        let entry = &self.entries[index];
+        load_line_at(
+            &self.path,
+            &self.file,
+            self.header.version,
+            entry.offset,
+            entry.len,
+            entry.line_no,
+        )
     }
+}
+
+/// An open session file without its skeleton: what reading single lines by their byte range
+/// needs (the header's version for the in-memory migrations), and the malformed-line count.
+#[derive(Debug)]
+pub struct SessionFile {
+    pub path: PathBuf,
+    pub file: File,
+    pub header: Header,
+    pub skipped_lines: u64,
+}
+
+impl SessionFile {
+    /// Open a session through a valid index that covers every complete line and carries
+    /// `extra` data (see [`index::Pending::write`]), without decoding the index's skeleton;
+    /// the bytes after the last `\n` are decoded live. `None` (never an error about the
+    /// index) when that is not possible: no valid index, lines appended since, no extra data,
+    /// or a tail that holds an entry — the caller then reads through
+    /// [`Session::open_deferred`].
+    pub fn open_reused(
+        path: &Path,
+        cache: &Path,
+        now: std::time::SystemTime,
+    ) -> Result<Option<(SessionFile, index::Extra)>, SessionError> {
+        let io_error = |source: std::io::Error| io_error_of(path, source);
+        let file = File::open(path).map_err(io_error)?;
+        let meta = file.metadata().map_err(io_error)?;
+        let size = meta.len();
+        let Some(peeked) = index::peek(path, &file, &meta, cache, now)? else {
+            return Ok(None);
+        };
+        let so_far = Decoded {
+            header: Some(peeked.header),
+            lines: peeked.lines,
+            ..Decoded::default()
+        };
+        let tail = decode_range(path, &file, size, peeked.complete, size, &|_| 0, so_far)?;
+        if !tail.entries.is_empty() {
+            return Ok(None);
+        }
+        let Some(header) = tail.header else {
+            return Ok(None);
+        };
+        Ok(Some((
+            SessionFile {
+                path: path.to_path_buf(),
+                file,
+                header,
+                skipped_lines: peeked.skipped + tail.skipped,
+            },
+            peeked.extra,
+        )))
+    }
+
+    /// The raw bytes of the line at `[offset, offset + len)`.
+    pub fn raw_at(&self, offset: u64, len: u64) -> Result<Vec<u8>, SessionError> {
+        read_line_at(&self.path, &self.file, offset, len)
+    }
+
+    /// Fully decode the entry line at `[offset, offset + len)` (line `line_no`), with the
+    /// in-memory migrations applied.
+    pub fn load_at(&self, offset: u64, len: u64, line_no: u64) -> Result<Value, SessionError> {
+        load_line_at(
+            &self.path,
+            &self.file,
+            self.header.version,
+            offset,
+            len,
+            line_no,
+        )
+    }
+}
+
+#[allow(
+    clippy::expect_used,
+    reason = "a line fits in memory because it was read"
+)]
+fn read_line_at(path: &Path, file: &File, offset: u64, len: u64) -> Result<Vec<u8>, SessionError> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(len).expect("a line fits in memory because it was read");
+    let mut buf = vec![0u8; len];
+    file.read_exact_at(&mut buf, offset)
+        .map_err(|source| SessionError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(buf)
+}
+
+fn load_line_at(
+    path: &Path,
+    file: &File,
+    version: u64,
+    offset: u64,
+    len: u64,
+    line_no: u64,
+) -> Result<Value, SessionError> {
+    let raw = read_line_at(path, file, offset, len)?;
+    let mut value = parse_value(&raw).ok_or_else(|| SessionError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("line {line_no} changed since it was read"),
+        ),
+    })?;
+    if version < 3
+        && let Some(role) = value.pointer_mut("/message/role")
+        && role == "hookMessage"
+    {
+        *role = Value::String("custom".into());
+    }
+    Ok(value)
 }
 
 /// A test of one entry line's raw bytes, run while the file streams (search's prefilter).

@@ -275,9 +275,12 @@ impl World {
                 )
             });
             assert!(printed["ok"].is_boolean(), "{command}: {printed}");
-            code
+            (code, out)
         }));
-        outcome.ok()
+        let (code, out) = outcome.ok()?;
+        // ... and that envelope has its command's documented shape.
+        check_envelope(&argv, &String::from_utf8_lossy(&out));
+        Some(code)
     }
 }
 

@@ -194,12 +194,12 @@ fn tool_calls_pair_with_their_results_at_the_call_seq() {
         })
         .collect();
     assert!(!paired.is_empty());
-    for (result, call) in &opened.projection.paired_results {
-        let err = history::read::read_in(&opened, &ReadOptions::new(*result)).unwrap_err();
+    for (result, call) in opened.projection.paired_results() {
+        let err = history::read::read_in(&opened, &ReadOptions::new(result)).unwrap_err();
         assert_eq!(err.code(), "not_an_event");
         assert_eq!(err.to_refusal().details.unwrap()["read_seq"], json!(call));
     }
-    assert_eq!(opened.projection.paired_results.len(), 7);
+    assert_eq!(opened.projection.paired_results().count(), 7);
     let statuses: Vec<&str> = rows
         .iter()
         .map(|r| r["tool_status"].as_str().unwrap())
@@ -257,7 +257,7 @@ fn paging_walks_return_every_visible_event_exactly_once_on_every_fixture() {
     for name in FIXTURES {
         let path = fixture(name);
         let opened = history::open(&path, None).unwrap();
-        let total: usize = opened.projection.events.len();
+        let total: usize = opened.projection.event_count();
         for limit in [1usize, 7, 20] {
             let options = ListOptions {
                 roles: all_roles(),
@@ -327,8 +327,7 @@ fn conversation_view_folds_partition_the_hidden_events() {
         }
         let foldable = opened
             .projection
-            .events
-            .iter()
+            .events()
             .filter(|e| matches!(e.role, EventRole::Tool | EventRole::Context))
             .count() as u64;
         assert_eq!(folded.iter().map(|f| f.2).sum::<u64>(), foldable, "{name}");
@@ -339,8 +338,7 @@ fn conversation_view_folds_partition_the_hidden_events() {
         );
         let conversation = opened
             .projection
-            .events
-            .iter()
+            .events()
             .filter(|e| matches!(e.role, EventRole::User | EventRole::Assistant) && e.has_text)
             .count();
         assert_eq!(shown, conversation, "{name}");
@@ -470,7 +468,7 @@ fn concatenated_read_windows_reproduce_the_document() {
         let opened = history::open(&fixture(name), None).unwrap();
         // The longest documents of the fixture, plus a few short ones.
         let mut events: Vec<(u64, u64)> = Vec::new();
-        for event in opened.projection.events.iter().step_by(7) {
+        for event in opened.projection.events().step_by(7) {
             let data = read_text(&opened, event.seq, 0, 1);
             events.push((data["window"]["total_chars"].as_u64().unwrap(), event.seq));
         }
@@ -518,10 +516,10 @@ fn concatenated_read_windows_reproduce_the_document() {
 fn pi_mono_v1_session_reads_as_one_linear_branch() {
     let path = fixture("pi-mono-large-session.jsonl");
     let opened = history::open(&path, None).unwrap();
-    assert_eq!(opened.session.header.version, 1);
-    assert_eq!(opened.session.skipped_lines, 0);
+    assert_eq!(opened.file.header.version, 1);
+    assert_eq!(opened.file.skipped_lines, 0);
     assert_eq!(
-        opened.projection.branch_seqs.len() as u64,
+        (opened.projection.event_count() + opened.projection.paired_results().count()) as u64,
         opened.projection.highest_seq
     );
     assert_eq!(opened.projection.windows[0].window_id, "pcw:d703a1a9:root");
@@ -853,7 +851,7 @@ fn snapshots_history_read() {
         --- stderr
         "#));
     let opened = history::open(&basic, None).unwrap();
-    let (&result, _) = opened.projection.paired_results.iter().min().unwrap();
+    let (result, _) = opened.projection.paired_results().min().unwrap();
     let run = both(
         "history-read",
         &basic,

@@ -92,6 +92,8 @@ fn the_response_schemas_refuse_what_the_commands_never_print() {
     for bad in [
         serde_json::json!({"ok": true, "data": {"address": "plan.md"}}),
         serde_json::json!({"ok": true, "data": {"address": "plan.md", "outcome": "moved"}}),
+        // An optional field is left out, never null.
+        serde_json::json!({"ok": true, "data": {"address": "plan.md", "project_key": null, "outcome": "created"}}),
         serde_json::json!({"ok": true, "data": {"address": "plan.md", "outcome": "created", "x": 1}}),
         serde_json::json!({"ok": false, "data": {"address": "plan.md", "outcome": "created"}}),
         serde_json::json!({"ok": true, "error": {"code": "c", "message": "m"}}),

@@ -64,6 +64,9 @@ pub fn run(mut cmd: Command, stdin: &str) -> Run {
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     };
     check_envelope(&args, &run.stdout);
+    if run.code == 0 {
+        check_request(&args, stdin);
+    }
     run
 }
 
@@ -77,13 +80,23 @@ pub fn args_of(cmd: &Command) -> Vec<String> {
 /// The compiled response schemas of `docs/schema/`, by command.
 fn response_validators() -> &'static BTreeMap<String, jsonschema::Validator> {
     static VALIDATORS: OnceLock<BTreeMap<String, jsonschema::Validator>> = OnceLock::new();
-    VALIDATORS.get_or_init(|| {
+    VALIDATORS.get_or_init(|| validators(".response.json"))
+}
+
+/// The compiled request schemas of `docs/schema/`, by command (`dream-fs-<op>` per operation).
+fn request_validators() -> &'static BTreeMap<String, jsonschema::Validator> {
+    static VALIDATORS: OnceLock<BTreeMap<String, jsonschema::Validator>> = OnceLock::new();
+    VALIDATORS.get_or_init(|| validators(".request.json"))
+}
+
+fn validators(suffix: &str) -> BTreeMap<String, jsonschema::Validator> {
+    {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
         let mut validators = BTreeMap::new();
         for entry in std::fs::read_dir(&dir).expect("docs/schema exists") {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let Some(command) = name.strip_suffix(".response.json") else {
+            let Some(command) = name.strip_suffix(suffix) else {
                 continue;
             };
             let text = std::fs::read_to_string(&path).unwrap();
@@ -93,7 +106,65 @@ fn response_validators() -> &'static BTreeMap<String, jsonschema::Validator> {
             validators.insert(command.to_string(), validator);
         }
         validators
-    })
+    }
+}
+
+/// A request the binary accepted (exit 0) is one its command's request schema admits: the
+/// schemas are not stricter than the commands. The history commands also take Pi's coerced
+/// forms (`"5"` for 5, one role string for a list), which the schemas do not advertise, so
+/// those are put in canonical form first. `--settings-only` reads no request.
+pub fn check_request(args: &[String], stdin: &str) {
+    if args.iter().any(|a| a == "--settings-only") {
+        return;
+    }
+    let validators = request_validators();
+    let Some((command, validator)) = args.iter().enumerate().find_map(|(i, a)| {
+        let name = match (a.as_str(), args.get(i + 1)) {
+            ("dream-fs", Some(op)) => format!("dream-fs-{op}"),
+            _ => a.clone(),
+        };
+        validators.get_key_value(name.as_str())
+    }) else {
+        return;
+    };
+    let text = if stdin.trim().is_empty() { "{}" } else { stdin };
+    let Ok(mut request) = serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) else {
+        return;
+    };
+    if command.starts_with("history-")
+        && let Some(fields) = request.as_object_mut()
+    {
+        for value in fields.values_mut() {
+            if let Some(n) = value.as_str().and_then(|s| s.trim().parse::<i64>().ok()) {
+                *value = n.into();
+            }
+        }
+        if let Some(role @ Value::String(_)) = fields.get("roles").cloned() {
+            fields.insert("roles".into(), Value::Array(vec![role]));
+        }
+        fields.retain(|_, v| !v.is_null());
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(&request)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .take(5)
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "`pi-context {}` accepted a request docs/schema/{command}.request.json refuses:\n  {}\n{text}",
+        args.join(" "),
+        problems.join("\n  ")
+    );
+    if let Some(tally) = std::env::var_os("PI_CONTEXT_SCHEMA_TALLY") {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(tally)
+            .unwrap();
+        file.write_all(format!("{command} request\n").as_bytes())
+            .unwrap();
+    }
 }
 
 /// Check what a run printed against the response schema of its command (the first argument

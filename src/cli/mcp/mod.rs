@@ -26,10 +26,11 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use super::common::{CacheArgs, Exit, Format, IdentityArgs, NotesArgs, absolute_from};
+use super::error::Internal;
 use super::history::SessionArgs;
 use super::{Answer, Cli, CmdError, Command, Ctx, Io, boot_render, resolve_now};
-use crate::boot::ToolNames;
-use crate::envelope::Refusal;
+use crate::envelope::DomainError;
+use crate::protocol::ToolNames;
 
 /// The name of the boot-block prompt.
 pub const BOOT_PROMPT: &str = "boot";
@@ -242,22 +243,15 @@ pub fn run_in_process(
         now,
         format: Format::Both,
     };
-    let (mut stdin, mut stdout, mut stderr) = (request, Vec::new(), Vec::new());
-    let mut io = Io {
-        stdin: &mut stdin,
-        stdout: &mut stdout,
-        stderr: &mut stderr,
-        stderr_is_terminal: false,
-        stdin_is_terminal: false,
+    let cli = Cli {
+        format: Format::Both,
+        command,
     };
-    let outcome = super::run(
-        Cli {
-            format: Format::Both,
-            command,
-        },
-        &ctx,
-        &mut io,
-    );
+    let super::Captured {
+        outcome,
+        stdout,
+        stderr,
+    } = super::run_captured(cli, &ctx, request);
     if !stderr.is_empty() {
         eprint!("{}", String::from_utf8_lossy(&stderr));
     }
@@ -324,8 +318,9 @@ pub fn read_host_state(file: &Path) -> Option<HostState> {
 }
 
 fn internal_envelope(message: &str) -> Value {
-    let mut envelope = Refusal::plain("internal", message).to_envelope();
-    envelope["text"] = json!(Refusal::plain("internal", message).render_text());
+    let refusal = Internal(message.to_string()).to_refusal();
+    let mut envelope = refusal.to_envelope();
+    envelope["text"] = json!(refusal.render_text());
     envelope
 }
 

@@ -2,12 +2,11 @@
 
 use serde::Deserialize;
 
-use super::{parse_scope, prepare, reply};
+use super::{prepare, reply, selection};
 use crate::cli::common::NotesArgs;
 use crate::cli::error::invalid_request;
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
-use crate::notes::Query;
 use crate::notes::wire::list_result;
 
 /// List notes, most recently updated first.
@@ -47,12 +46,12 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
     if request.limit == Some(0) {
         return Err(invalid_request("limit must be at least 1"));
     }
-    let query = Query {
-        pattern: request.pattern,
-        scope: parse_scope(request.scope.as_deref())?,
-        who: request.who,
-        wastebasket: request.wastebasket.unwrap_or(false),
-    };
+    let query = selection(
+        request.pattern,
+        request.scope.as_deref(),
+        request.who,
+        request.wastebasket,
+    )?;
     let listing = store.list_with_status(&query)?;
     let limit = request.limit.map(|l| l as usize);
     Ok(reply(list_result(&listing, limit, store.identity())?))

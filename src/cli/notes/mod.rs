@@ -14,7 +14,7 @@ use crate::cli::common::{IdentityArgs, read_request, resolve_cache_dir};
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
 use crate::notes::wire::Rendered;
-use crate::notes::{ErrorKind, NoteError, Scope, Store};
+use crate::notes::{ErrorKind, NoteError, Query, Scope, Store};
 
 /// Read the request and resolve the identity into a store. The store uses the shared cache
 /// directory (metadata cache, access journal) unless `use_cache` is false (`--no-cache`).
@@ -38,9 +38,24 @@ pub(crate) fn reply(rendered: Rendered) -> Reply {
     Reply::ok(rendered.data, rendered.text)
 }
 
+/// The selection fields list and search share, as a store query (`scope` checked).
+pub(crate) fn selection(
+    pattern: Option<String>,
+    scope: Option<&str>,
+    who: Option<String>,
+    wastebasket: Option<bool>,
+) -> Result<Query, NoteError> {
+    Ok(Query {
+        pattern,
+        scope: parse_scope(scope)?,
+        who,
+        wastebasket: wastebasket.unwrap_or(false),
+    })
+}
+
 /// The `scope` field of list/search.
 #[allow(clippy::expect_used, reason = "strings serialise")]
-pub(crate) fn parse_scope(scope: Option<&str>) -> Result<Option<Scope>, NoteError> {
+fn parse_scope(scope: Option<&str>) -> Result<Option<Scope>, NoteError> {
     match scope {
         None => Ok(None),
         Some(name) => Scope::parse(name).map(Some).ok_or_else(|| {

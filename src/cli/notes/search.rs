@@ -3,12 +3,11 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{parse_scope, prepare, reply};
+use super::{prepare, reply, selection};
 use crate::cli::common::{IdentityArgs, query_strings};
 use crate::cli::error::invalid_request;
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
-use crate::notes::Query;
 use crate::notes::wire::search_result;
 
 /// Search note bodies for literals, case-insensitively.
@@ -61,12 +60,12 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
     // A wrong shape is a malformed request; an empty string is left to the matcher, which
     // refuses it as `invalid_query`.
     let queries = query_strings(request.query).map_err(invalid_request)?;
-    let query = Query {
-        pattern: request.pattern,
-        scope: parse_scope(request.scope.as_deref())?,
-        who: request.who,
-        wastebasket: request.wastebasket.unwrap_or(false),
-    };
+    let query = selection(
+        request.pattern,
+        request.scope.as_deref(),
+        request.who,
+        request.wastebasket,
+    )?;
     let per_file = request.max_matches_per_file.map(|m| m as usize);
     let listing = store.search_with_status(&queries, &query, per_file)?;
     let limit = request.limit.map(|l| l as usize);

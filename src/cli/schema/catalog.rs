@@ -82,6 +82,7 @@ fn response<T: JsonSchema>() -> Schema {
     SchemaSettings::draft2020_12()
         .for_serialize()
         .with_transform(ClosedObjects)
+        .with_transform(AbsentNotNull)
         .into_generator()
         .into_root_schema_for::<Envelope<T>>()
 }
@@ -100,6 +101,65 @@ impl Transform for ClosedObjects {
             object.insert("additionalProperties".into(), Value::Bool(false));
         }
         transform_subschemas(self, schema);
+    }
+}
+
+/// A property a command may leave out is left out, never written as `null` (every optional
+/// field skips `None`), so its schema does not admit `null`.
+#[derive(Clone)]
+struct AbsentNotNull;
+
+impl Transform for AbsentNotNull {
+    fn transform(&mut self, schema: &mut Schema) {
+        if let Some(object) = schema.as_object_mut() {
+            let required: Vec<String> = object
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| {
+                    r.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(Value::Object(properties)) = object.get_mut("properties") {
+                for (name, property) in properties.iter_mut() {
+                    if !required.contains(name) {
+                        drop_null(property);
+                    }
+                }
+            }
+        }
+        transform_subschemas(self, schema);
+    }
+}
+
+/// `{"type": [T, "null"]}` → `{"type": T}`; `{"anyOf": [S, {"type": "null"}]}` → `S`.
+fn drop_null(property: &mut Value) {
+    let Some(object) = property.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(types)) = object.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            object.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(any_of)) = object.get("anyOf") {
+        let kept: Vec<Value> = any_of
+            .iter()
+            .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"))
+            .cloned()
+            .collect();
+        if kept.len() == 1 && any_of.len() == 2 {
+            object.remove("anyOf");
+            if let Value::Object(inner) = &kept[0] {
+                for (k, v) in inner {
+                    object.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
     }
 }
 
