@@ -34,7 +34,7 @@ use chrono::{DateTime, FixedOffset};
 use git2::{Index, Oid, Repository};
 use serde::Serialize;
 
-use crate::dream::{audit, lock};
+use crate::dream::{artifacts, audit, lock};
 use crate::envelope::{DomainError, ErrorClass};
 
 /// This machine's synced line.
@@ -267,7 +267,7 @@ pub fn sync(opts: &Options) -> Result<Outcome, SyncError> {
         return Err(SyncError::InvalidBranch(opts.branch.to_string()));
     }
     // Name the remote before anything is created, so a refusal leaves the home as it was.
-    let existing = if opts.home.join(".git").is_dir() {
+    let existing = if opts.home.join(artifacts::GIT_DIR).is_dir() {
         Repository::open(opts.home).ok()
     } else {
         None

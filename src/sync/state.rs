@@ -35,7 +35,7 @@ pub struct SyncState {
 /// Read the state; a home without a repository or without a sync line is "never synced".
 pub fn read(home: &Path) -> SyncState {
     let mut state = SyncState::default();
-    if !home.join(".git").is_dir() {
+    if !home.join(crate::dream::artifacts::GIT_DIR).is_dir() {
         return state;
     }
     let Ok(repo) = Repository::open(home) else {

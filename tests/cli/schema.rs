@@ -116,3 +116,50 @@ fn the_response_schemas_refuse_what_the_commands_never_print() {
     bad_index["data"]["index"] = "cached".into();
     assert!(!list.is_valid(&bad_index));
 }
+
+#[test]
+fn every_mcp_tool_input_schema_is_its_command_request_schema() {
+    for spec in pi_context::cli::mcp::tools::TOOLS {
+        let command = spec.name.replace('_', "-");
+        let text =
+            std::fs::read_to_string(schema_dir().join(format!("{command}.request.json"))).unwrap();
+        let mut file: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&text).unwrap();
+        let tool = spec.tool();
+        let mut input = (*tool.input_schema).clone();
+        // Only the top-level labels differ (the tool carries its own description).
+        for key in ["title", "$schema", "description"] {
+            file.remove(key);
+            input.remove(key);
+        }
+        assert_eq!(
+            serde_json::Value::Object(input),
+            serde_json::Value::Object(file),
+            "{}",
+            spec.name
+        );
+    }
+}
+
+#[test]
+fn every_default_an_mcp_tool_description_states_is_the_schema_default() {
+    // "offset_chars (default 0; …)", "limit_chars characters (default 12000)".
+    let stated = regex::Regex::new(r"(\w+)(?: characters)? \(default (-?\d+)").unwrap();
+    let mut checked = 0;
+    for spec in pi_context::cli::mcp::tools::TOOLS {
+        let schema = spec.tool().input_schema;
+        for m in stated.captures_iter(spec.description) {
+            let default = &schema["properties"][&m[1]]["default"];
+            assert_eq!(
+                default.to_string(),
+                m[2].to_string(),
+                "{}: {} (default {})",
+                spec.name,
+                &m[1],
+                &m[2]
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{checked}");
+}
