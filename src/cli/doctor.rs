@@ -22,7 +22,7 @@ output budget.
 Exit status: 0 clean; 1 issues found (the envelope is still ok:true); 2 usage error or \
 malformed request.")]
 pub struct Args {
-    /// The notes home to check (never created).
+    // The notes home to check (never created); the flag and its help are `NotesHomeArg`'s.
     #[command(flatten)]
     pub home: NotesHomeArg,
 }

@@ -39,7 +39,7 @@ pub struct Args {
     /// The operation.
     #[arg(value_enum)]
     pub op: Op,
-    /// The notes home is the jail.
+    // The notes home is the jail; the flag and its help are `NotesHomeArg`'s.
     #[command(flatten)]
     pub home: NotesHomeArg,
     /// Append this attempt, applied or refused, to this JSONL journal (the dream run's).

@@ -33,7 +33,7 @@ Exit status: 0 synced (conflicts included: they are reported, never blocking); 1
 usage error or malformed request; 69 the remote cannot be reached; 70 I/O failure; 75 the \
 lock is held (a dream or another sync) or the remote kept moving (remote_busy).")]
 pub struct Args {
-    /// The notes home (created when missing).
+    // The notes home (created when missing); the flag and its help are `NotesHomeArg`'s.
     #[command(flatten)]
     pub home: NotesHomeArg,
     /// A Git remote of the notes home, or a URL (path, file://, git://; https:// and ssh://

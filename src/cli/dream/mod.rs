@@ -23,7 +23,7 @@ pub use pi::DREAMER_TOOLS;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The notes home (created when missing).
+    // The notes home (created when missing); the flag and its help are `NotesHomeArg`'s.
     #[command(flatten)]
     pub home: NotesHomeArg,
     /// Dreamer model pattern for Pi's `--model` (beats the `pi-context.dreamer` setting).
