@@ -365,6 +365,27 @@ fn clear_stale_git_locks(repo: &Repository) {
     }
 }
 
+/// How many times the home's scan is tried before its error is reported.
+const SCAN_ATTEMPTS: usize = 8;
+
+/// Run the scan of the home (`diff_index_to_workdir`), again when it fails. libgit2 hashes a
+/// file with the size it stat'ed earlier in the scan and reports a file that grew or shrank
+/// meanwhile as "error reading file for hashing": a `notes-*` write replacing a note during the
+/// scan (the scan takes no note lock, by design). Each try is a fresh scan, so only a file
+/// that keeps changing under every one of [`SCAN_ATTEMPTS`] tries (or a real read failure)
+/// fails the sync.
+fn scan_retrying<T>(mut scan: impl FnMut() -> Result<T, git2::Error>) -> Result<T, git2::Error> {
+    let mut attempt = 1;
+    loop {
+        match scan() {
+            Err(e) if attempt < SCAN_ATTEMPTS && e.class() == git2::ErrorClass::Os => {
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
 fn open_index(repo: &Repository) -> Result<Index, SyncError> {
     let mut index = Index::open(&repo.path().join(INDEX_FILE))?;
     repo.set_index(&mut index)?;
@@ -503,9 +524,10 @@ impl Run<'_, '_> {
             .update_index(true)
             .skip_binary_check(true);
         let changed: Vec<(String, bool)> = {
-            let diff = self
-                .repo
-                .diff_index_to_workdir(Some(&self.index), Some(&mut options))?;
+            let diff = scan_retrying(|| {
+                self.repo
+                    .diff_index_to_workdir(Some(&self.index), Some(&mut options))
+            })?;
             diff.deltas()
                 .filter_map(|delta| {
                     let path = delta
@@ -722,6 +744,42 @@ impl Run<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_failing_on_a_file_changed_meanwhile_is_tried_again_a_bounded_number_of_times() {
+        let changing = || {
+            git2::Error::new(
+                git2::ErrorCode::GenericError,
+                git2::ErrorClass::Os,
+                "error reading file for hashing: ",
+            )
+        };
+        let mut tries = 0;
+        let ok = scan_retrying(|| {
+            tries += 1;
+            if tries < 3 {
+                Err(changing())
+            } else {
+                Ok(tries)
+            }
+        });
+        assert_eq!(ok.unwrap(), 3);
+        let mut tries = 0;
+        let failed: Result<(), _> = scan_retrying(|| {
+            tries += 1;
+            Err(changing())
+        });
+        assert!(failed.is_err());
+        assert_eq!(tries, SCAN_ATTEMPTS);
+        // Another kind of failure is reported at once.
+        let mut tries = 0;
+        let other: Result<(), _> = scan_retrying(|| {
+            tries += 1;
+            Err(git2::Error::from_str("corrupt index"))
+        });
+        assert!(other.is_err());
+        assert_eq!(tries, 1);
+    }
 
     #[test]
     fn synced_paths_are_notes_outside_hidden_dirs_and_sessions() {
