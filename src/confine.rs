@@ -22,7 +22,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -141,6 +141,9 @@ fn mtime_secs(stat: &rustix::fs::Stat) -> i64 {
 pub struct Dir {
     fd: OwnedFd,
     path: PathBuf,
+    /// Whether [`Dir::entries`] has read this handle's directory stream before (then it
+    /// rewinds first: the stream position belongs to the handle).
+    listed: AtomicBool,
 }
 
 /// Identity of a file system object, for lock ordering and same-inode checks.
@@ -162,6 +165,14 @@ fn inode_of(stat: &rustix::fs::Stat) -> Inode {
 }
 
 impl Dir {
+    fn from_fd(fd: OwnedFd, path: PathBuf) -> Dir {
+        Dir {
+            fd,
+            path,
+            listed: AtomicBool::new(false),
+        }
+    }
+
     /// Open the notes root as configured (a symlinked root is followed: the user chose it).
     /// `None` when it does not exist.
     pub fn open_root(path: &Path) -> Result<Option<Dir>, Error> {
@@ -170,10 +181,7 @@ impl Dir {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
-            Ok(fd) => Ok(Some(Dir {
-                fd,
-                path: path.to_path_buf(),
-            })),
+            Ok(fd) => Ok(Some(Dir::from_fd(fd, path.to_path_buf()))),
             Err(Errno::NOENT) => Ok(None),
             Err(Errno::NOTDIR) => Err(Error::new(
                 Kind::NotADirectory,
@@ -216,13 +224,14 @@ impl Dir {
 
     /// A second handle on the same directory.
     pub fn try_clone(&self) -> Result<Dir, Error> {
-        Ok(Dir {
-            fd: self
-                .fd
-                .try_clone()
-                .map_err(|e| Error::io("open", self.path.clone(), e))?,
-            path: self.path.clone(),
-        })
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| Error::io("open", self.path.clone(), e))?;
+        // A duplicate shares the stream position: rewind before its first listing too.
+        let dir = Dir::from_fd(fd, self.path.clone());
+        dir.listed.store(true, Ordering::Relaxed);
+        Ok(dir)
     }
 
     /// What `name` is, without following it; `None` when it does not exist.
@@ -289,7 +298,7 @@ impl Dir {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
-            Ok(fd) => Ok(Some(Dir { fd, path })),
+            Ok(fd) => Ok(Some(Dir::from_fd(fd, path))),
             Err(Errno::NOENT) => Ok(None),
             Err(Errno::LOOP | Errno::NOTDIR) => {
                 match self.kind_of(name)? {
@@ -325,8 +334,13 @@ impl Dir {
 
     /// Walk `names` down from this directory; `None` when a component is missing.
     pub fn walk<S: AsRef<OsStr>>(&self, names: &[S]) -> Result<Option<Dir>, Error> {
-        let mut current = self.try_clone()?;
-        for name in names {
+        let Some((first, rest)) = names.split_first() else {
+            return self.try_clone().map(Some);
+        };
+        let Some(mut current) = self.child(first.as_ref())? else {
+            return Ok(None);
+        };
+        for name in rest {
             match current.child(name.as_ref())? {
                 Some(next) => current = next,
                 None => return Ok(None),
@@ -357,7 +371,12 @@ impl Dir {
     /// Open the regular file `name` for reading, never following a symlink (and never
     /// blocking on a FIFO); `None` when it does not exist.
     pub fn open_file(&self, name: &OsStr) -> Result<Option<File>, Error> {
-        let path = self.join(name);
+        Ok(self.open_file_sized(name)?.map(|(file, _)| file))
+    }
+
+    /// [`Dir::open_file`], with the file's size when it was opened (from the `fstat` that
+    /// checks it is a regular file), so a reader can stop without a last empty `read`.
+    pub fn open_file_sized(&self, name: &OsStr) -> Result<Option<(File, u64)>, Error> {
         let fd = match rustix::fs::openat(
             &self.fd,
             name,
@@ -366,23 +385,32 @@ impl Dir {
         ) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) => return Err(Error::new(Kind::Symlink, "open", path, None)),
-            Err(e) => return Err(Error::io("open", path, e)),
+            Err(Errno::LOOP) => {
+                return Err(Error::new(Kind::Symlink, "open", self.join(name), None));
+            }
+            Err(e) => return Err(Error::io("open", self.join(name), e)),
         };
-        let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io("inspect", path.clone(), e))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| Error::io("inspect", self.join(name), e))?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(Error::new(Kind::NotAFile, "open", path, None));
+            return Err(Error::new(Kind::NotAFile, "open", self.join(name), None));
         }
-        Ok(Some(File::from(fd)))
+        #[allow(clippy::unnecessary_cast, reason = "st_size widths differ by platform")]
+        let size = stat.st_size.max(0) as u64;
+        Ok(Some((File::from(fd), size)))
     }
 
     /// The whole content of the regular file `name`; `None` when it does not exist.
     pub fn read(&self, name: &OsStr) -> Result<Option<Vec<u8>>, Error> {
-        let Some(mut file) = self.open_file(name)? else {
+        let Some((mut file, size)) = self.open_file_sized(name)? else {
             return Ok(None);
         };
-        let mut buf = Vec::new();
-        file.read_to_end(&mut buf)
+        // Sized from the open's `fstat`, then read to the end (a file that grew meanwhile is
+        // read whole: read-modify-writes must never drop bytes).
+        let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+        // Through `Take`: `File::read_to_end` would ask the size and position again.
+        (&mut file)
+            .take(u64::MAX)
+            .read_to_end(&mut buf)
             .map_err(|e| Error::io("read", self.join(name), e))?;
         Ok(Some(buf))
     }
@@ -480,25 +508,58 @@ impl Dir {
 
     /// The entries of this directory (without `.` and `..`), with what each is, unsorted.
     pub fn entries(&self) -> Result<Vec<(OsString, EntryKind)>, Error> {
-        let fail = |e: Errno| Error::io("list", self.path.clone(), e);
-        let mut dir = rustix::fs::Dir::read_from(&self.fd).map_err(fail)?;
         let mut out = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry.map_err(fail)?;
-            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        self.for_each_entry(|name, kind| {
+            out.push((name.to_os_string(), kind));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Call `f` with every entry of this directory (without `.` and `..`) and what it is,
+    /// unsorted; the first error `f` returns stops the listing. Reads the stream of this very
+    /// handle (no second open of the directory, no name copied unless `f` keeps it); a second
+    /// listing of the same handle rewinds first.
+    pub fn for_each_entry(
+        &self,
+        mut f: impl FnMut(&OsStr, EntryKind) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let fail = |e: Errno| Error::io("list", self.path.clone(), e);
+        if self.listed.swap(true, Ordering::Relaxed) {
+            rustix::fs::seek(&self.fd, rustix::fs::SeekFrom::Start(0)).map_err(fail)?;
+        }
+        let mut visit = |name: &[u8], t: FileType| -> Result<(), Error> {
+            let name = OsStr::from_bytes(name);
             if name == "." || name == ".." {
-                continue;
+                return Ok(());
             }
-            let kind = match entry.file_type() {
+            let kind = match t {
                 FileType::Unknown => match self.kind_of(name)? {
                     Some(kind) => kind,
-                    None => continue,
+                    None => return Ok(()),
                 },
                 t => entry_kind(t),
             };
-            out.push((name.to_os_string(), kind));
+            f(name, kind)
+        };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+            let mut raw = rustix::fs::RawDir::new(&self.fd, &mut buf);
+            while let Some(entry) = raw.next() {
+                let entry = entry.map_err(fail)?;
+                visit(entry.file_name().to_bytes(), entry.file_type())?;
+            }
         }
-        Ok(out)
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let mut dir = rustix::fs::Dir::read_from(&self.fd).map_err(fail)?;
+            while let Some(entry) = dir.read() {
+                let entry = entry.map_err(fail)?;
+                visit(entry.file_name().to_bytes(), entry.file_type())?;
+            }
+        }
+        Ok(())
     }
 
     /// Take the exclusive cross-process lock guarding `name` for a read-modify-write: the file

@@ -262,12 +262,12 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
             // Ranked from the cached block: exactly what reading its head would give.
             home.note_files += 1;
-            if !entry.facts.boot_crumpled {
+            if !entry.boot_crumpled() {
                 keep(
                     &mut kept,
                     cap,
                     Found {
-                        updated_at_ms: entry.facts.boot_updated_ms.unwrap_or(now_ms).min(mtime_ms),
+                        updated_at_ms: entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms),
                         address: format!("{prefix}{vpath}"),
                         file,
                         vpath,
@@ -313,7 +313,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                 candidate.vpath.clone(),
                 CacheEntry {
                     stat: candidate.stat,
-                    facts: Facts::of_block(block, &candidate.file.dir, &candidate.file.name),
+                    facts: Facts::of_block(block, &candidate.file.dir, candidate.file.name()),
                     chars: None,
                 },
             );
@@ -342,7 +342,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         let known = cache
             .as_deref()
             .and_then(|c| c.get(&f.vpath, &f.stat))
-            .and_then(|e| e.chars);
+            .and_then(|e| e.chars());
         let chars = match known {
             Some(chars) => chars as usize,
             None => match read_text(&f.file)? {
@@ -355,7 +355,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
                             f.vpath.clone(),
                             CacheEntry {
                                 stat: f.stat,
-                                facts: Facts::of_block(block, &f.file.dir, &f.file.name),
+                                facts: Facts::of_block(block, &f.file.dir, f.file.name()),
                                 chars: Some(chars as u64),
                             },
                         );

@@ -40,7 +40,7 @@ use sha1::{Digest, Sha1};
 pub const RACY_SECONDS: i64 = 2;
 
 const MAGIC: &[u8; 8] = b"PICTXNMC";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 const NO_CHARS: u64 = u64::MAX;
 
 /// The directory of one notes root inside the shared cache directory:
@@ -165,18 +165,134 @@ fn exact_json(value: &Value) -> bool {
     }
 }
 
-/// The cache of one home, loaded once per command.
+/// A view of one cache entry: either still the encoded bytes of the cache file (decoded on
+/// demand, field by field) or an entry learned during this command.
+#[derive(Debug, Clone, Copy)]
+pub enum EntryRef<'a> {
+    /// The body of a record of the loaded cache file (see [`encode`]).
+    Raw(&'a [u8]),
+    Owned(&'a Entry),
+}
+
+/// Bytes of a record body before its variable part: the seven `stat` fields, the code points,
+/// the flags and `updatedAt`.
+const FIXED: usize = 7 * 8 + 8 + 1 + 8;
+
+fn le_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+fn le_i64(bytes: &[u8], at: usize) -> i64 {
+    le_u64(bytes, at) as i64
+}
+
+impl EntryRef<'_> {
+    /// The `stat` the entry was learned under.
+    pub fn stat(&self) -> FileStat {
+        match self {
+            EntryRef::Owned(e) => e.stat,
+            EntryRef::Raw(b) => FileStat {
+                dev: le_u64(b, 0),
+                ino: le_u64(b, 8),
+                size: le_u64(b, 16),
+                mtime: le_i64(b, 24),
+                mtime_nsec: le_i64(b, 32),
+                ctime: le_i64(b, 40),
+                ctime_nsec: le_i64(b, 48),
+            },
+        }
+    }
+
+    /// Code points of the body, when known.
+    pub fn chars(&self) -> Option<u64> {
+        match self {
+            EntryRef::Owned(e) => e.chars,
+            EntryRef::Raw(b) => Some(le_u64(b, 56)).filter(|c| *c != NO_CHARS),
+        }
+    }
+
+    fn flags(b: &[u8]) -> u8 {
+        b[64]
+    }
+
+    /// See [`Facts::list_crumpled`].
+    pub fn list_crumpled(&self) -> bool {
+        match self {
+            EntryRef::Owned(e) => e.facts.list_crumpled,
+            EntryRef::Raw(b) => Self::flags(b) & 1 != 0,
+        }
+    }
+
+    /// See [`Facts::boot_crumpled`].
+    pub fn boot_crumpled(&self) -> bool {
+        match self {
+            EntryRef::Owned(e) => e.facts.boot_crumpled,
+            EntryRef::Raw(b) => Self::flags(b) & 2 != 0,
+        }
+    }
+
+    /// See [`Facts::boot_updated_ms`].
+    pub fn boot_updated_ms(&self) -> Option<i64> {
+        match self {
+            EntryRef::Owned(e) => e.facts.boot_updated_ms,
+            EntryRef::Raw(b) => (Self::flags(b) & 4 != 0).then(|| le_i64(b, 65)),
+        }
+    }
+
+    /// All the facts, decoded; `None` when the record does not decode (then the file is read,
+    /// as for a missing entry).
+    pub fn facts(&self) -> Option<Facts> {
+        match self {
+            EntryRef::Owned(e) => Some(e.facts.clone()),
+            EntryRef::Raw(b) => {
+                let mut c = Cursor { bytes: &b[64..] };
+                let facts = get_facts(&mut c)?;
+                c.bytes.is_empty().then_some(facts)
+            }
+        }
+    }
+}
+
+/// One record of the loaded cache file: where its key and body are in the bytes.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    key: (u32, u32),
+    body: (u32, u32),
+}
+
+/// The cache of one home, loaded once per command. The file's bytes are kept as read and
+/// indexed by key; an entry is decoded only when used, and only the fields asked for (a boot
+/// reads three fixed fields of each entry). Entries learned during the command are kept aside
+/// and merged into the file when it is saved.
 #[derive(Debug)]
 pub struct HomeCache {
     dir: PathBuf,
     file: PathBuf,
     root: String,
     home: String,
-    entries: FxHashMap<String, Entry>,
+    /// The loaded file's bytes (empty when there was no valid file).
+    bytes: Vec<u8>,
+    records: Vec<Record>,
+    /// Record numbers by the hash of their key.
+    index: hashbrown::HashTable<u32>,
+    /// Records forgotten or replaced during this command (same length as `records`, or empty
+    /// while none is).
+    dropped: Vec<bool>,
+    dropped_count: usize,
+    /// Entries learned during this command (they shadow a record with the same key).
+    learned: FxHashMap<String, Entry>,
     /// The cache file's modification time (seconds) when loaded: entries whose ctime is not
     /// older than this minus [`RACY_SECONDS`] are not trusted.
     stamp: Option<i64>,
     dirty: bool,
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    hasher.write(key);
+    hasher.finish()
 }
 
 impl HomeCache {
@@ -195,50 +311,122 @@ impl HomeCache {
             file,
             root: root_text,
             home,
-            entries: FxHashMap::default(),
+            bytes: Vec::new(),
+            records: Vec::new(),
+            index: hashbrown::HashTable::new(),
+            dropped: Vec::new(),
+            dropped_count: 0,
+            learned: FxHashMap::default(),
             stamp: None,
             dirty: false,
         };
-        if let Ok((entries, stamp)) = cache.read() {
-            cache.entries = entries;
-            cache.stamp = Some(stamp);
+        if let Ok((bytes, stamp)) = cache.read()
+            && let Some(records) = index_records(&bytes, &cache.root, &cache.home)
+        {
+            let mut index = hashbrown::HashTable::with_capacity(records.len());
+            let mut unique = true;
+            for (i, r) in records.iter().enumerate() {
+                let key = &bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize];
+                let hash = key_hash(key);
+                let slot = |&j: &u32| {
+                    let o = records[j as usize].key;
+                    &bytes[o.0 as usize..(o.0 + o.1) as usize] == key
+                };
+                if index.find(hash, slot).is_some() {
+                    unique = false; // never written so: not our file
+                    break;
+                }
+                index.insert_unique(hash, i as u32, |&j: &u32| {
+                    let o = records[j as usize].key;
+                    key_hash(&bytes[o.0 as usize..(o.0 + o.1) as usize])
+                });
+            }
+            if unique {
+                cache.bytes = bytes;
+                cache.records = records;
+                cache.index = index;
+                cache.stamp = Some(stamp);
+            }
         }
         cache
     }
 
-    fn read(&self) -> io::Result<(FxHashMap<String, Entry>, i64)> {
+    fn read(&self) -> io::Result<(Vec<u8>, i64)> {
         let mut file = fs::File::open(&self.file)?;
+        let meta = file.metadata()?;
         let stamp = {
             use std::os::unix::fs::MetadataExt;
-            file.metadata()?.mtime()
+            meta.mtime()
         };
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        let entries = decode(&bytes, &self.root, &self.home)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a valid cache"))?;
-        Ok((entries, stamp))
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+        // Through `Take`: `File::read_to_end` would ask for the size again.
+        (&mut file).take(u64::MAX).read_to_end(&mut bytes)?;
+        Ok((bytes, stamp))
+    }
+
+    fn key_of(&self, i: usize) -> &str {
+        let (at, len) = self.records[i].key;
+        // Keys were checked to be UTF-8 when the file was indexed.
+        std::str::from_utf8(&self.bytes[at as usize..(at + len) as usize]).unwrap_or_default()
+    }
+
+    fn body_of(&self, i: usize) -> &[u8] {
+        let (at, len) = self.records[i].body;
+        &self.bytes[at as usize..(at + len) as usize]
+    }
+
+    fn is_dropped(&self, i: usize) -> bool {
+        self.dropped.get(i).copied().unwrap_or(false)
+    }
+
+    fn drop_record(&mut self, i: usize) {
+        if self.dropped.is_empty() {
+            self.dropped = vec![false; self.records.len()];
+        }
+        if !self.dropped[i] {
+            self.dropped[i] = true;
+            self.dropped_count += 1;
+        }
+    }
+
+    /// The live record of `vpath` in the loaded file.
+    fn record(&self, vpath: &str) -> Option<usize> {
+        let key = vpath.as_bytes();
+        let i = *self.index.find(key_hash(key), |&j| {
+            let (at, len) = self.records[j as usize].key;
+            &self.bytes[at as usize..(at + len) as usize] == key
+        })? as usize;
+        (!self.is_dropped(i)).then_some(i)
+    }
+
+    /// The entry of `vpath` (valid or not).
+    fn entry(&self, vpath: &str) -> Option<EntryRef<'_>> {
+        if let Some(e) = self.learned.get(vpath) {
+            return Some(EntryRef::Owned(e));
+        }
+        self.record(vpath).map(|i| EntryRef::Raw(self.body_of(i)))
     }
 
     /// The entry of `vpath` when it is valid for a file whose `stat` is `stat`.
-    pub fn get(&self, vpath: &str, stat: &FileStat) -> Option<&Entry> {
+    pub fn get(&self, vpath: &str, stat: &FileStat) -> Option<EntryRef<'_>> {
         let stamp = self.stamp?;
-        let entry = self.entries.get(vpath)?;
-        (entry.stat == *stat && stat.ctime < stamp - RACY_SECONDS).then_some(entry)
+        let entry = self.entry(vpath)?;
+        (entry.stat() == *stat && stat.ctime < stamp - RACY_SECONDS).then_some(entry)
     }
 
     /// Whether the cache has an entry for `vpath` (valid or not).
     pub fn contains(&self, vpath: &str) -> bool {
-        self.entries.contains_key(vpath)
+        self.learned.contains_key(vpath) || self.record(vpath).is_some()
     }
 
     /// How many entries the cache has.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.records.len() - self.dropped_count + self.learned.len()
     }
 
     /// Whether the cache has no entry.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// Remember what was read from a file (replacing any entry).
@@ -246,14 +434,23 @@ impl HomeCache {
     /// later than its tick can trust it.
     pub fn insert(&mut self, vpath: String, entry: Entry) {
         self.dirty = true;
-        self.entries.insert(vpath, entry);
+        if let Some(i) = self.record(&vpath) {
+            self.drop_record(i);
+        }
+        self.learned.insert(vpath, entry);
     }
 
     /// Forget the entries of files the walk did not see (deleted or moved notes).
     pub fn retain_seen(&mut self, seen: &FxHashSet<&str>) {
-        let before = self.entries.len();
-        self.entries.retain(|k, _| seen.contains(k.as_str()));
-        if self.entries.len() != before {
+        let before = self.len();
+        let gone: Vec<usize> = (0..self.records.len())
+            .filter(|&i| !self.is_dropped(i) && !seen.contains(self.key_of(i)))
+            .collect();
+        for i in gone {
+            self.drop_record(i);
+        }
+        self.learned.retain(|k, _| seen.contains(k.as_str()));
+        if self.len() != before {
             self.dirty = true;
         }
     }
@@ -270,7 +467,16 @@ impl HomeCache {
     fn write(&self) -> io::Result<()> {
         let dir = &self.dir;
         fs::create_dir_all(dir)?;
-        let bytes = encode(&self.entries, &self.root, &self.home);
+        let mut items: Vec<(&str, Item<'_>)> = Vec::with_capacity(self.len());
+        for i in 0..self.records.len() {
+            if !self.is_dropped(i) {
+                items.push((self.key_of(i), Item::Raw(self.body_of(i))));
+            }
+        }
+        for (k, e) in &self.learned {
+            items.push((k.as_str(), Item::Owned(e)));
+        }
+        let bytes = encode_items(items, &self.root, &self.home);
         let mut tmp = tempfile::Builder::new()
             .prefix(".homes.")
             .suffix(".tmp")
@@ -281,6 +487,12 @@ impl HomeCache {
     }
 }
 
+/// One entry to encode: a record body kept verbatim from the loaded file, or a learned entry.
+enum Item<'a> {
+    Raw(&'a [u8]),
+    Owned(&'a Entry),
+}
+
 fn checksum(bytes: &[u8]) -> u64 {
     let mut hasher = rustc_hash::FxHasher::default();
     hasher.write(bytes);
@@ -288,31 +500,62 @@ fn checksum(bytes: &[u8]) -> u64 {
     hasher.finish()
 }
 
+/// The file: magic, version, root, home, entry count, then one record per entry sorted by key
+/// (`u32` key length, key, `u32` body length, body), then the checksum of all of it. A body is
+/// the fixed part ([`FIXED`] bytes: `stat`, code points, flags, `updatedAt` in ms) and the
+/// variable part (the listing's metadata, or the frontmatter block when it cannot round-trip).
+#[cfg(test)]
 fn encode(entries: &FxHashMap<String, Entry>, root: &str, home: &str) -> Vec<u8> {
-    let size: usize = entries
+    encode_items(
+        entries
+            .iter()
+            .map(|(k, e)| (k.as_str(), Item::Owned(e)))
+            .collect(),
+        root,
+        home,
+    )
+}
+
+fn encode_items(mut items: Vec<(&str, Item<'_>)>, root: &str, home: &str) -> Vec<u8> {
+    items.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let size: usize = items
         .iter()
-        .map(|(k, e)| k.len() + e.facts.block.len() + 160)
+        .map(|(k, item)| {
+            k.len()
+                + 8
+                + match item {
+                    Item::Raw(b) => b.len(),
+                    Item::Owned(e) => e.facts.block.len() + 160,
+                }
+        })
         .sum();
     let mut out = Vec::with_capacity(size + 64 + root.len() + home.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     put_bytes(&mut out, root.as_bytes());
     put_bytes(&mut out, home.as_bytes());
-    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    let mut keys: Vec<&String> = entries.keys().collect();
-    keys.sort();
-    for key in keys {
-        let e = &entries[key];
-        put_bytes(&mut out, key.as_bytes());
-        let s = &e.stat;
-        for v in [s.dev, s.ino, s.size] {
-            out.extend_from_slice(&v.to_le_bytes());
+    out.extend_from_slice(&(items.len() as u64).to_le_bytes());
+    for (key, item) in items {
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(key.as_bytes());
+        let len_at = out.len();
+        out.extend_from_slice(&0u32.to_le_bytes());
+        match item {
+            Item::Raw(body) => out.extend_from_slice(body),
+            Item::Owned(e) => {
+                let s = &e.stat;
+                for v in [s.dev, s.ino, s.size] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                for v in [s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec] {
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                out.extend_from_slice(&e.chars.unwrap_or(NO_CHARS).to_le_bytes());
+                put_facts(&mut out, &e.facts);
+            }
         }
-        for v in [s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&e.chars.unwrap_or(NO_CHARS).to_le_bytes());
-        put_facts(&mut out, &e.facts);
+        let body_len = (out.len() - len_at - 4) as u32;
+        out[len_at..len_at + 4].copy_from_slice(&body_len.to_le_bytes());
     }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
@@ -445,10 +688,13 @@ impl<'a> Cursor<'a> {
     }
 }
 
-fn decode(bytes: &[u8], root: &str, home: &str) -> Option<FxHashMap<String, Entry>> {
+/// Check a cache file (checksum, magic, version, root and home) and find its records; `None`
+/// when it is not a valid cache of this home.
+fn index_records(bytes: &[u8], root: &str, home: &str) -> Option<Vec<Record>> {
     let body_len = bytes.len().checked_sub(8)?;
     let (body, sum) = bytes.split_at(body_len);
-    if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+    if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) || body.len() > u32::MAX as usize
+    {
         return None;
     }
     let mut c = Cursor { bytes: body };
@@ -459,32 +705,45 @@ fn decode(bytes: &[u8], root: &str, home: &str) -> Option<FxHashMap<String, Entr
         return None;
     }
     let count = usize::try_from(c.u64()?).ok()?;
-    let mut entries =
-        FxHashMap::with_capacity_and_hasher(count.min(body.len() / 80 + 1), Default::default());
+    let mut records = Vec::with_capacity(count.min(body.len() / (FIXED + 8) + 1));
+    let at = |rest: &[u8]| (body.len() - rest.len()) as u32;
     for _ in 0..count {
-        let key = std::str::from_utf8(c.bytes()?).ok()?.to_owned();
-        let stat = FileStat {
-            dev: c.u64()?,
-            ino: c.u64()?,
-            size: c.u64()?,
-            mtime: c.i64()?,
-            mtime_nsec: c.i64()?,
-            ctime: c.i64()?,
-            ctime_nsec: c.i64()?,
-        };
-        let chars = c.u64()?;
-        let facts = get_facts(&mut c)?;
-        entries.insert(
-            key,
-            Entry {
-                stat,
-                facts,
-                chars: (chars != NO_CHARS).then_some(chars),
-            },
-        );
+        let key_len = u32::from_le_bytes(c.take(4)?.try_into().ok()?);
+        let key_at = at(c.bytes);
+        std::str::from_utf8(c.take(key_len as usize)?).ok()?;
+        let body_len = u32::from_le_bytes(c.take(4)?.try_into().ok()?);
+        let body_at = at(c.bytes);
+        if (body_len as usize) < FIXED {
+            return None;
+        }
+        c.take(body_len as usize)?;
+        records.push(Record {
+            key: (key_at, key_len),
+            body: (body_at, body_len),
+        });
     }
     if !c.bytes.is_empty() {
         return None;
+    }
+    Some(records)
+}
+
+/// Every entry of a cache file, decoded (tests).
+#[cfg(test)]
+fn decode(bytes: &[u8], root: &str, home: &str) -> Option<FxHashMap<String, Entry>> {
+    let records = index_records(bytes, root, home)?;
+    let mut entries = FxHashMap::default();
+    for r in records {
+        let key = std::str::from_utf8(&bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize])
+            .ok()?
+            .to_owned();
+        let raw = EntryRef::Raw(&bytes[r.body.0 as usize..(r.body.0 + r.body.1) as usize]);
+        let entry = Entry {
+            stat: raw.stat(),
+            facts: raw.facts()?,
+            chars: raw.chars(),
+        };
+        entries.insert(key, entry);
     }
     Some(entries)
 }

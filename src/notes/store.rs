@@ -698,8 +698,62 @@ impl Store {
         let mut extra_symlinked = Vec::new();
         // Listings use the metadata cache (one per home); a search reads whole files anyway.
         let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
+        // Walk every home (one `lstat` per note with the cache) and load its cache, one thread
+        // per home: the walks are independent and dominated by system calls.
+        let root = &self.identity.root;
+        let cache_root = self.cache.as_deref().filter(|_| use_cache);
+        let walk_home = |home: &Home| -> Option<WalkedHome> {
+            let (Some(dir), Some(components)) =
+                (home.dir(&self.identity), home.components(&self.identity))
+            else {
+                return None;
+            };
+            let mut files: Vec<NoteFile> = Vec::new();
+            let walked = open_home(root, &components).and_then(|opened| {
+                opened.map_or(Ok(()), |d| {
+                    walk_files(Arc::new(d), "", use_cache, &mut files)
+                })
+            });
+            if let Err(e) = walked {
+                return Some(Err(e.kind == confine::Kind::Symlink));
+            }
+            let cache = cache_root.map(|cache_dir| {
+                let mut cache = HomeCache::load(cache_dir, root, &dir);
+                // Forget files that are gone (only when some are: no set is built otherwise).
+                let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
+                if present < cache.len() {
+                    let seen: rustc_hash::FxHashSet<&str> =
+                        files.iter().map(|f| f.rel.as_str()).collect();
+                    cache.retain_seen(&seen);
+                }
+                cache
+            });
+            Some(Ok((files, cache)))
+        };
+        let readable = homes.iter().filter(|h| h.is_ok()).count();
+        let walked: Vec<Option<WalkedHome>> = if readable > 1 {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = homes
+                    .iter()
+                    .map(|home| {
+                        home.as_ref()
+                            .ok()
+                            .map(|home| scope.spawn(move || walk_home(home)))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|handle| handle.and_then(|h| h.join().unwrap_or(Some(Err(false)))))
+                    .collect()
+            })
+        } else {
+            homes
+                .iter()
+                .map(|home| home.as_ref().ok().and_then(walk_home))
+                .collect()
+        };
         let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
-        for (index, home) in homes.iter().enumerate() {
+        for (index, (home, walked)) in homes.iter().zip(walked).enumerate() {
             caches.push(None);
             let home = match home {
                 Ok(home) => home,
@@ -711,38 +765,18 @@ impl Store {
                     continue;
                 }
             };
-            let (Some(dir), Some(components)) =
-                (home.dir(&self.identity), home.components(&self.identity))
-            else {
-                continue;
+            let (files, cache) = match walked {
+                None => continue,
+                Some(Err(symlink)) => {
+                    home_failed[index] = true;
+                    home_symlinked[index] = symlink;
+                    continue;
+                }
+                Some(Ok(walked)) => walked,
             };
+            caches[index] = cache;
             let prefix = home.prefix();
-            let mut files: Vec<NoteFile> = Vec::new();
-            let walked = open_home(&self.identity.root, &components).and_then(|opened| {
-                opened.map_or(Ok(()), |d| {
-                    walk_files(Arc::new(d), "", use_cache, &mut files)
-                })
-            });
-            if let Err(e) = walked {
-                home_failed[index] = true;
-                home_symlinked[index] = e.kind == confine::Kind::Symlink;
-                continue;
-            }
-            if use_cache && let Some(cache_dir) = &self.cache {
-                let mut cache = HomeCache::load(cache_dir, &self.identity.root, &dir);
-                // Forget files that are gone (only when some are: no set is built otherwise).
-                let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
-                if present < cache.len() {
-                    let seen: rustc_hash::FxHashSet<&str> =
-                        files.iter().map(|f| f.rel.as_str()).collect();
-                    cache.retain_seen(&seen);
-                }
-                caches[index] = Some(cache);
-            }
             for file in files {
-                if use_cache && file.stat.is_none() {
-                    continue; // vanished since the directory was read
-                }
                 let display = format!("{prefix}{}", file.rel);
                 if plan
                     .pattern
@@ -753,7 +787,6 @@ impl Store {
                 }
                 candidates.push(Candidate {
                     home: index,
-                    rel: file.rel.clone(),
                     display,
                     stat: file.stat,
                     file,
@@ -769,7 +802,7 @@ impl Store {
             .zip(&candidates)
             .map(|((outcome, entry), candidate)| {
                 if let Some(entry) = entry {
-                    learned.push((candidate.home, candidate.rel.clone(), entry));
+                    learned.push((candidate.home, candidate.file.rel.clone(), entry));
                 }
                 outcome
             })
@@ -805,7 +838,10 @@ impl Store {
                     .as_ref()
                     .expect("candidates only come from readable homes")
                     .clone();
-                let address = Address { home, vpath: c.rel };
+                let address = Address {
+                    home,
+                    vpath: c.file.rel,
+                };
                 let hit = match matches {
                     None => Hit::Row(NoteRow {
                         address,
@@ -884,6 +920,10 @@ impl Store {
     }
 }
 
+/// One home walked for a scan: its note files and loaded metadata cache, or whether the
+/// failure was a symlink. `None` (in `Option<WalkedHome>`) for a home with no directory.
+type WalkedHome = Result<(Vec<NoteFile>, Option<HomeCache>), bool>;
+
 /// A home to read, or a namespace that could not be enumerated: `(label, is a symlink)`.
 type HomeOrUnreadable = Result<Home, (String, bool)>;
 
@@ -936,7 +976,6 @@ fn strict<T>((rows, failed): (Vec<T>, bool)) -> Result<Vec<T>, NoteError> {
 
 struct Candidate {
     home: usize,
-    rel: String,
     display: String,
     file: NoteFile,
     /// Its `lstat`, taken by the walk when the metadata cache is used.
@@ -963,24 +1002,27 @@ fn examine(
     let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
         return (examine_bytes(candidate, buf, plan, scan, None), None);
     };
-    if let Some(entry) = cache.get(&candidate.rel, &stat) {
-        let facts = &entry.facts;
-        let Some(meta) = &facts.meta else {
-            return (
-                examine_bytes(candidate, buf, plan, scan, Some(&facts.block)),
-                None,
-            );
-        };
-        let outcome = if facts.list_crumpled != plan.wastebasket {
-            if facts.list_crumpled {
+    if let Some(entry) = cache.get(&candidate.file.rel, &stat) {
+        // The crumpled test is a flag of the entry: nothing is decoded for a skipped note.
+        let crumpled = entry.list_crumpled();
+        if crumpled != plan.wastebasket {
+            let outcome = if crumpled {
                 Examined::Crumpled
             } else {
                 Examined::Skip
-            }
-        } else {
-            Examined::Hit(Box::new(meta.clone()), None)
-        };
-        return (outcome, None);
+            };
+            return (outcome, None);
+        }
+        // An entry that does not decode is treated as missing: the file is read.
+        if let Some(facts) = entry.facts() {
+            return match facts.meta {
+                Some(meta) => (Examined::Hit(Box::new(meta), None), None),
+                None => (
+                    examine_bytes(candidate, buf, plan, scan, Some(&facts.block)),
+                    None,
+                ),
+            };
+        }
     }
     let outcome = examine_bytes(candidate, buf, plan, scan, None);
     let learned = match outcome {
@@ -988,7 +1030,7 @@ fn examine(
         _ => frontmatter::block_prefix(buf).map(|block| {
             Box::new(CacheEntry {
                 stat,
-                facts: Facts::of_block(block, &candidate.file.dir, &candidate.file.name),
+                facts: Facts::of_block(block, &candidate.file.dir, candidate.file.name()),
                 chars: None,
             })
         }),
@@ -1039,7 +1081,7 @@ fn examine_bytes(
         Scan::List => {
             let fields = frontmatter::fields_of_bytes(bytes);
             let file = &candidate.file;
-            let fallback = stamp_fallback(&fields, &file.dir, &file.name, epoch());
+            let fallback = stamp_fallback(&fields, &file.dir, file.name(), epoch());
             Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
         }
         Scan::Search(matcher, max) => {
@@ -1057,20 +1099,21 @@ fn examine_bytes(
                 return Examined::Skip;
             }
             let file = &candidate.file;
-            let fallback = stamp_fallback(&parsed.fields, &file.dir, &file.name, epoch());
+            let fallback = stamp_fallback(&parsed.fields, &file.dir, file.name(), epoch());
             let meta = NoteMeta::from_fields(&parsed.fields, fallback);
             Examined::Hit(Box::new(meta), Some((matches, total)))
         }
     }
 }
 
-/// Read a whole file into `buf` with plain `read` calls: `read_to_end` on a `File` first asks
-/// for its size and position (two extra syscalls per note, a measurable share of a 10,000-note
-/// listing).
+/// Read a whole file into `buf` with plain `read` calls, up to the size the open's `fstat`
+/// saw (no last empty `read`; `read_to_end` on a `File` would also ask for its size and
+/// position again: syscalls that are a measurable share of a 10,000-note scan). A read-only
+/// scan takes the file as it was when opened; a file that shrank meanwhile ends early.
 fn read_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = file.open()?;
+    let (mut file, size) = file.open_sized()?;
     buf.clear();
-    read_to_end_plain(&mut file, buf, 0)
+    read_up_to(&mut file, buf, 0, size)
 }
 
 /// How much of a note a listing reads first; frontmatter blocks are a few hundred bytes.
@@ -1080,39 +1123,35 @@ pub(crate) const HEAD_BYTES: usize = 4096;
 /// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
 /// reading a long body a listing (or the boot index) never looks at.
 pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
-    let mut file = file.open()?;
+    let (mut file, size) = file.open_sized()?;
     buf.clear();
-    buf.resize(HEAD_BYTES, 0);
-    let mut len = 0;
-    while len < HEAD_BYTES {
-        match file.read(&mut buf[len..]) {
-            Ok(0) => {
-                buf.truncate(len);
-                return Ok(());
-            }
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    if frontmatter::block_prefix(buf).is_some() {
-        return Ok(());
+    let head = usize::try_from(size).map_or(HEAD_BYTES, |s| s.min(HEAD_BYTES));
+    read_up_to(&mut file, buf, 0, head as u64)?;
+    if buf.len() < HEAD_BYTES || frontmatter::block_prefix(buf).is_some() {
+        return Ok(()); // the whole file (as opened), or its block is in the head
     }
     // No closed block in the head: read the rest so parsing sees what it would.
-    read_to_end_plain(&mut file, buf, len)
+    let len = buf.len();
+    read_up_to(&mut file, buf, len, size)
 }
 
-/// Append the rest of `file` to the first `len` bytes of `buf`, with plain `read` calls.
-fn read_to_end_plain(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize) -> io::Result<()> {
-    loop {
-        if buf.len() - len < 4096 {
-            buf.resize(len + 16 * 1024, 0);
+/// Append to the first `len` bytes of `buf` until it holds `size` bytes or the file ends, with
+/// plain `read` calls.
+fn read_up_to(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize, size: u64) -> io::Result<()> {
+    let want = usize::try_from(size).unwrap_or(usize::MAX);
+    while len < want {
+        let chunk = (want - len).min(1 << 20);
+        if buf.len() < len + chunk {
+            buf.resize(len + chunk, 0);
         }
-        match file.read(&mut buf[len..]) {
+        match file.read(&mut buf[len..len + chunk]) {
             Ok(0) => break,
             Ok(n) => len += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => {
+                buf.truncate(len);
+                return Err(e);
+            }
         }
     }
     buf.truncate(len);
@@ -1167,17 +1206,28 @@ pub(crate) struct NoteFile {
     pub rel: String,
     /// The directory holding it (reached without following symlinks).
     pub dir: Arc<Dir>,
-    pub name: OsString,
+    /// Where its file name starts in `rel`.
+    name_at: usize,
     /// Its `lstat` (not following it), when the walk was asked for it; `None` for a file that
     /// vanished meanwhile.
     pub stat: Option<FileStat>,
 }
 
 impl NoteFile {
+    /// Its file name in `dir`.
+    pub fn name(&self) -> &OsStr {
+        OsStr::new(&self.rel[self.name_at..])
+    }
+
     /// Open it for reading (never following a symlink); a vanished file is `NotFound`.
     pub fn open(&self) -> io::Result<fs::File> {
+        Ok(self.open_sized()?.0)
+    }
+
+    /// [`NoteFile::open`], with its size when opened.
+    pub fn open_sized(&self) -> io::Result<(fs::File, u64)> {
         self.dir
-            .open_file(&self.name)?
+            .open_file_sized(self.name())?
             .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 }
@@ -1218,36 +1268,56 @@ pub(crate) fn walk_files(
     with_stat: bool,
     out: &mut Vec<NoteFile>,
 ) -> Result<(), confine::Error> {
-    for (name, kind) in dir.entries()? {
-        let Some(text) = name.to_str() else {
-            continue; // not addressable
-        };
-        let child_rel = if rel.is_empty() {
+    let mut subdirs: Vec<OsString> = Vec::new();
+    let child_rel = |text: &str| {
+        if rel.is_empty() {
             text.to_owned()
         } else {
-            format!("{rel}/{text}")
+            let mut s = String::with_capacity(rel.len() + 1 + text.len());
+            s.push_str(rel);
+            s.push('/');
+            s.push_str(text);
+            s
+        }
+    };
+    // Names and kinds come from this directory's own handle; each file's `lstat` goes through
+    // the same handle (no path walked from the root again).
+    dir.for_each_entry(|name, kind| {
+        let Some(text) = name.to_str() else {
+            return Ok(()); // not addressable
         };
         match kind {
-            EntryKind::Dir => match dir.child(&name) {
-                Ok(Some(sub)) => walk_files(Arc::new(sub), &child_rel, with_stat, out)?,
-                Ok(None) => {}
-                Err(e) if e.kind == confine::Kind::Symlink => {}
-                Err(e) => return Err(e),
-            },
+            EntryKind::Dir => subdirs.push(name.to_os_string()),
             EntryKind::File if text.ends_with(".md") => {
                 let stat = if with_stat {
-                    dir.lstat(&name)?.map(|s| FileStat::of_stat(&s))
+                    match dir.lstat(name)? {
+                        Some(s) => Some(FileStat::of_stat(&s)),
+                        None => return Ok(()), // vanished since the directory was read
+                    }
                 } else {
                     None
                 };
+                let rel = child_rel(text);
                 out.push(NoteFile {
-                    rel: child_rel,
+                    name_at: rel.len() - text.len(),
+                    rel,
                     dir: Arc::clone(&dir),
-                    name,
                     stat,
                 });
             }
             _ => {}
+        }
+        Ok(())
+    })?;
+    for name in subdirs {
+        match dir.child(&name) {
+            Ok(Some(sub)) => {
+                let sub_rel = child_rel(name.to_str().unwrap_or_default());
+                walk_files(Arc::new(sub), &sub_rel, with_stat, out)?;
+            }
+            Ok(None) => {}
+            Err(e) if e.kind == confine::Kind::Symlink => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
