@@ -227,6 +227,11 @@ impl Prefilter {
         self.queries.iter().any(|q| mask & q == *q)
     }
 
+    /// The fragments with their case-insensitive regexes, in bit order.
+    pub(crate) fn fragments(&self) -> impl Iterator<Item = (&str, &bytes::Regex)> {
+        self.fragments.iter().map(|(f, r)| (f.as_str(), r))
+    }
+
     /// The fragments, in bit order.
     pub fn fragment_texts(&self) -> impl Iterator<Item = &str> {
         self.fragments.iter().map(|(f, _)| f.as_str())

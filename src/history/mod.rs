@@ -25,6 +25,7 @@ pub mod matcher;
 pub mod page;
 pub mod projection;
 pub mod read;
+mod scan;
 
 use crate::window::{PastEnd, Reading};
 use std::path::Path;
@@ -552,14 +553,28 @@ pub(crate) fn search_with(
         .and_then(|m| m.prefilter())
         .filter(|_| use_prefilter);
     let test = |line: &[u8]| prefilter.map_or(0, |p| p.line_mask(line));
-    let (opened, masks) = open_testing_lines(
-        path,
-        leaf,
-        prefilter
-            .is_some()
-            .then_some(&test as &crate::session::LineTest<'_>),
-        index,
-    )?;
+    // Through a stored projection, the prefilter is one scan of the event lines' bytes.
+    let reused = match prefilter {
+        Some(p) if leaf.is_none() => match open_reused(path, index)? {
+            Some(opened) => match scan::line_masks(&opened.file, &opened.projection, p) {
+                Some(masks) => Some((opened, masks?)),
+                None => None,
+            },
+            None => None,
+        },
+        _ => None,
+    };
+    let (opened, masks) = match reused {
+        Some(found) => found,
+        None => open_testing_lines(
+            path,
+            leaf,
+            prefilter
+                .is_some()
+                .then_some(&test as &crate::session::LineTest<'_>),
+            index,
+        )?,
+    };
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;
     let matcher = match &matcher {

@@ -464,6 +464,38 @@ proptest! {
         let off = super::IndexMode::Off;
         let with = search_with(file.path(), None, &queries, &options, true, &off).map(|r| (r.data, r.text));
         let without = search_with(file.path(), None, &queries, &options, false, &off).map(|r| (r.data, r.text));
+        // The whole-file scan of a warm index (`scan`): the first call stores the projection,
+        // the second scans.
+        let cache = tempfile::tempdir().unwrap();
+        let mode = IndexMode::In { dir: cache.path(), now: std::time::SystemTime::UNIX_EPOCH };
+        let strip = |r: Result<super::Rendered, super::HistoryError>| r.map(|mut r| {
+            let used = r.data.as_object_mut().and_then(|m| m.remove("index"));
+            r.data.as_object_mut().map(|m| m.insert("index".into(), json!("bypassed")));
+            (r.data, r.text, used)
+        });
+        let _ = strip(search_with(file.path(), None, &queries, &options, true, &mode));
+        let scanned = strip(search_with(file.path(), None, &queries, &options, true, &mode));
+        // And the scan itself, line by line: never a fragment fewer than the line test.
+        if let Ok(matcher) = super::matcher::Matcher::new(&queries)
+            && let Some(p) = matcher.prefilter()
+        {
+            for block in [3, 17, 200, 1 << 20] {
+                let masks = super::scan::line_masks_in_blocks(&opened.file, &opened.projection, p, block)
+                    .unwrap()
+                    .unwrap();
+                for (i, &mask) in masks.iter().enumerate() {
+                    let line = opened.projection.line(i);
+                    let raw = opened.file.raw_at(line.offset, line.len).unwrap();
+                    let tested = p.line_mask(&raw);
+                    prop_assert!(mask & tested == tested, "block {}, line {}: scan {:x} test {:x}", block, i, mask, tested);
+                }
+            }
+        }
+        let scanned = scanned.map(|(data, text, _)| (data, text));
+        match (&scanned, &without) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert_eq!(a.as_ref().err().map(|e| e.code()), b.as_ref().err().map(|e| e.code())),
+        }
         match (with, without) {
             (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
             (a, b) => prop_assert_eq!(a.err().map(|e| e.code()), b.err().map(|e| e.code())),
