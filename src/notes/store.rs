@@ -691,7 +691,7 @@ impl Store {
     fn scan(&self, query: &Query, scan: &Scan) -> Result<Scanned, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
-        let mut candidates = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
         let mut home_failed = vec![false; homes.len()];
         let mut home_symlinked = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
@@ -776,6 +776,7 @@ impl Store {
             };
             caches[index] = cache;
             let prefix = home.prefix();
+            candidates.reserve(files.len());
             for file in files {
                 let display = format!("{prefix}{}", file.rel);
                 if plan
@@ -793,19 +794,36 @@ impl Store {
                 });
             }
         }
-        let outcomes = process_parallel(&candidates, |candidate, buf| {
-            examine(candidate, buf, &plan, scan, caches[candidate.home].as_ref())
+        // Notes the cache vouches for are answered here, in order, without a thread; only the
+        // others are read, on a few threads.
+        let mut answered: Vec<Option<Examined>> = candidates
+            .iter()
+            .map(|c| from_cache(c, &plan, caches[c.home].as_ref()))
+            .collect();
+        let unread: Vec<usize> = (0..candidates.len())
+            .filter(|&i| answered[i].is_none())
+            .collect();
+        let read = process_parallel(&unread, |&i, buf| {
+            let candidate = &candidates[i];
+            examine(
+                candidate,
+                buf,
+                &plan,
+                scan,
+                caches[candidate.home].is_some(),
+            )
         });
         let mut learned: Vec<(usize, String, Box<CacheEntry>)> = Vec::new();
-        let outcomes: Vec<Examined> = outcomes
+        for (&i, (outcome, entry)) in unread.iter().zip(read) {
+            if let Some(entry) = entry {
+                let candidate = &candidates[i];
+                learned.push((candidate.home, candidate.file.rel.clone(), entry));
+            }
+            answered[i] = Some(outcome);
+        }
+        let outcomes: Vec<Examined> = answered
             .into_iter()
-            .zip(&candidates)
-            .map(|((outcome, entry), candidate)| {
-                if let Some(entry) = entry {
-                    learned.push((candidate.home, candidate.file.rel.clone(), entry));
-                }
-                outcome
-            })
+            .map(|o| o.unwrap_or(Examined::Skip))
             .collect();
         for (home, rel, entry) in learned {
             if let Some(cache) = caches[home].as_mut() {
@@ -859,11 +877,27 @@ impl Store {
                 (c.home, hit)
             })
             .collect();
-        rows.sort_by(|(_, a), (_, b)| {
-            let (at, ad) = a.key();
-            let (bt, bd) = b.key();
+        // Sort row numbers, not rows: a row is a few hundred bytes, and a stable sort would move
+        // each of them about log n times. The order is the same (stable on equal keys).
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (at, ad) = rows[a].1.key();
+            let (bt, bd) = rows[b].1.key();
             recency_order(at, ad, bt, bd)
         });
+        // Put each row in its place by swaps (each swap settles one row): no second vector.
+        let mut place = vec![0usize; order.len()];
+        for (to, &from) in order.iter().enumerate() {
+            place[from] = to;
+        }
+        for i in 0..rows.len() {
+            while place[i] != i {
+                let j = place[i];
+                rows.swap(i, j);
+                place.swap(i, j);
+            }
+        }
+        let rows: Vec<Hit> = rows.into_iter().map(|(_, hit)| hit).collect();
         let mut status = Status::default();
         for (index, home) in homes.iter().enumerate() {
             if home_failed[index] {
@@ -883,7 +917,7 @@ impl Store {
         status.homes_symlinked.extend(extra_symlinked);
         let first_error = home_failed.iter().any(|f| *f) || !status.homes_unavailable.is_empty();
         Ok(Scanned {
-            rows: rows.into_iter().map(|(_, hit)| hit).collect(),
+            rows,
             status,
             failed: first_error,
         })
@@ -989,42 +1023,48 @@ enum Examined {
     Hit(Box<NoteMeta>, Option<(Vec<LineMatch>, usize)>),
 }
 
-/// Examine one candidate; with a cache (listings), also what the cache should learn.
+/// A candidate's outcome from its valid cache entry (listings), without opening the file;
+/// `None` when the cache cannot vouch for it (no entry, a changed file, a record that does not
+/// decode, or a block that must be parsed).
+fn from_cache(candidate: &Candidate, plan: &Plan, cache: Option<&HomeCache>) -> Option<Examined> {
+    // The walk took the stat before anything is read: a file replaced in between is cached
+    // under its older stat, which no longer matches next time.
+    let entry = cache?.get(&candidate.file.rel, candidate.stat.as_ref()?)?;
+    // The crumpled test is a flag of the entry: nothing is decoded for a skipped note.
+    let crumpled = entry.list_crumpled();
+    if crumpled != plan.wastebasket {
+        return Some(if crumpled {
+            Examined::Crumpled
+        } else {
+            Examined::Skip
+        });
+    }
+    let facts = entry.facts()?;
+    match facts.meta {
+        Some(meta) => Some(Examined::Hit(Box::new(meta), None)),
+        None => Some(examine_bytes(
+            candidate,
+            &mut Vec::new(),
+            plan,
+            &Scan::List,
+            Some(&facts.block),
+        )),
+    }
+}
+
+/// Examine one candidate the cache could not answer for, from its file; with a cache
+/// (`learn`, listings), also what the cache should learn.
 fn examine(
     candidate: &Candidate,
     buf: &mut Vec<u8>,
     plan: &Plan,
     scan: &Scan,
-    cache: Option<&HomeCache>,
+    learn: bool,
 ) -> (Examined, Option<Box<CacheEntry>>) {
-    // The walk took the stat before anything is read: a file replaced in between is cached
-    // under its older stat, which no longer matches next time.
-    let (Some(cache), Some(stat)) = (cache, candidate.stat) else {
-        return (examine_bytes(candidate, buf, plan, scan, None), None);
-    };
-    if let Some(entry) = cache.get(&candidate.file.rel, &stat) {
-        // The crumpled test is a flag of the entry: nothing is decoded for a skipped note.
-        let crumpled = entry.list_crumpled();
-        if crumpled != plan.wastebasket {
-            let outcome = if crumpled {
-                Examined::Crumpled
-            } else {
-                Examined::Skip
-            };
-            return (outcome, None);
-        }
-        // An entry that does not decode is treated as missing: the file is read.
-        if let Some(facts) = entry.facts() {
-            return match facts.meta {
-                Some(meta) => (Examined::Hit(Box::new(meta), None), None),
-                None => (
-                    examine_bytes(candidate, buf, plan, scan, Some(&facts.block)),
-                    None,
-                ),
-            };
-        }
-    }
     let outcome = examine_bytes(candidate, buf, plan, scan, None);
+    let Some(stat) = candidate.stat.filter(|_| learn) else {
+        return (outcome, None);
+    };
     let learned = match outcome {
         Examined::Failed | Examined::Skip if buf.is_empty() => None,
         _ => frontmatter::block_prefix(buf).map(|block| {
