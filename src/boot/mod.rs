@@ -3,6 +3,7 @@
 //! text; only the loader touches the filesystem, and it never writes.
 
 pub mod load;
+pub mod notice;
 pub mod render;
 
 // Defined once in `crate::protocol` (shared with budget and history); re-exported for callers

@@ -166,33 +166,8 @@ fn render(args: &Args, request: &Request, ctx: &Ctx) -> Result<Reply, CmdError> 
                 })
         })
         .collect();
-    let incomplete = (!unavailable.is_empty()).then(|| {
-        let labels: Vec<&str> = unavailable.iter().map(|u| u.label).collect();
-        format!(
-            "pi-context: notes index incomplete: could not open {}; {} can retry after recovery.",
-            labels.join(", "),
-            request.tools.notes_list
-        )
-    });
-    let sync_conflicts: Vec<&String> = boot::load::LOAD_ORDER
-        .into_iter()
-        .flat_map(|kind| snapshot.home(kind).sync_conflicts.iter())
-        .collect();
-    let conflicts = (!sync_conflicts.is_empty()).then(|| {
-        let shown: Vec<&str> = sync_conflicts.iter().take(3).map(|s| s.as_str()).collect();
-        let more = sync_conflicts.len().saturating_sub(shown.len());
-        format!(
-            "pi-context: {} sync conflict {} to resolve: {}{}; merge each into the note it names, then crumple it.",
-            sync_conflicts.len(),
-            if sync_conflicts.len() == 1 { "note" } else { "notes" },
-            shown.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
-        )
-    });
-    let notice = match (incomplete, conflicts) {
-        (Some(a), Some(b)) => Some(format!("{a} {b}")),
-        (a, b) => a.or(b),
-    };
+    let sync_conflicts = boot::notice::sync_conflicts(&snapshot);
+    let notice = boot::notice::notice(&snapshot, &request.tools);
     let mut data = json!({
         "window_id": windows.current,
         "first_window_id": windows.first,

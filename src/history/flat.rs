@@ -4,7 +4,7 @@
 //! string allocation — and decodes only the lines of the events it shows.
 //!
 //! Layout (little-endian): a tag and version, `highest_seq` (u64), then counted arrays:
-//! lines (offset u64, len u32, line_no u32), events (seq, window, entry, result, block, tool
+//! lines (offset u64, len u32, line_no u32 whose top bit is `escapes`), events (seq, window, entry, result, block, tool
 //! name: u32 each, then role, source kind, has_text: one byte each, one zero byte), windows
 //! (id, created_at, first and end event), paired results (result seq, call seq: u32 each),
 //! tool names. Strings are a u32 length and UTF-8 bytes. A projection with a value that does
@@ -39,7 +39,9 @@ pub fn encode(projection: &Projection) -> Option<Vec<u8>> {
     for line in (0..projection.line_count()).map(|i| projection.line(i)) {
         out.extend_from_slice(&line.offset.to_le_bytes());
         put(&mut out, u32_of(line.len)?);
-        put(&mut out, u32_of(line.line_no)?);
+        // The top bit of the line number holds `escapes`.
+        let line_no = u32_of(line.line_no).filter(|&n| n < 1 << 31)?;
+        put(&mut out, line_no | u32::from(line.escapes) << 31);
     }
     put(&mut out, usize32(projection.event_count())?);
     for event in projection.events() {
@@ -136,7 +138,8 @@ impl Record for Line {
         Line {
             offset: le64(b, 0),
             len: u64::from(le32(b, 8)),
-            line_no: u64::from(le32(b, 12)),
+            line_no: u64::from(le32(b, 12) & !(1 << 31)),
+            escapes: le32(b, 12) >> 31 == 1,
         }
     }
 }

@@ -27,9 +27,7 @@
 //! fragments it holds and an event is a candidate when, for some query, the union over its
 //! lines holds every usable fragment of that query.
 
-use memchr::memmem;
 use regex::{Regex, RegexBuilder, bytes};
-use std::sync::LazyLock;
 
 /// Characters that end a fragment: whitespace, controls and the characters that JSON escapes
 /// or that the document generator writes around copied text.
@@ -238,37 +236,7 @@ impl Prefilter {
     }
 }
 
-/// Whether `line` holds an escape JavaScript's `JSON.stringify` would not write: `\\/`, or a
-/// `\\uXXXX` other than the `\\u0000`–`\\u001f` control form (minus `\\b` `\\t` `\\n` `\\f`
-/// `\\r`, which JavaScript writes short). A backslash that is itself escaped starts nothing.
-pub fn has_foreign_escape(line: &[u8]) -> bool {
-    // Built once per process, not once per line.
-    static SLASH: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\\/"));
-    static UNICODE: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\\u"));
-    // An escape starts at a backslash preceded by an even run of backslashes.
-    let starts_escape =
-        |at: usize| line[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0;
-    if SLASH.find_iter(line).any(starts_escape) {
-        return true;
-    }
-    UNICODE.find_iter(line).any(|at| {
-        if !starts_escape(at) {
-            return false;
-        }
-        let hex = line.get(at + 2..at + 6).unwrap_or(b"");
-        let own = hex.len() == 4
-            && hex.starts_with(b"00")
-            && matches!(hex[2], b'0' | b'1')
-            && hex[3].is_ascii_hexdigit()
-            && !(hex[2] == b'0'
-                && matches!(
-                    hex[3].to_ascii_lowercase(),
-                    b'8' | b'9' | b'a' | b'c' | b'd'
-                ));
-        !own
-    })
-}
+pub use crate::session::has_foreign_escape;
 
 #[cfg(test)]
 mod tests {

@@ -101,6 +101,8 @@ pub struct Line {
     pub len: u64,
     /// 1-based line number (for error messages).
     pub line_no: u64,
+    /// The line holds an escape JavaScript would not write (search treats it as a "maybe").
+    pub escapes: bool,
 }
 
 /// One window of the active branch.
@@ -322,6 +324,7 @@ impl Projection {
                     offset: e.offset,
                     len: e.len,
                     line_no: e.line_no,
+                    escapes: e.escapes,
                 });
             }
             line_of[entry] as usize

@@ -1,17 +1,14 @@
 //! The search prefilter as one scan of the file: instead of testing every event line on its
 //! own, the bytes of the event lines are read in large blocks (a thread per core for large
-//! files) and searched with each fragment's case-insensitive regex, and for the two escapes
-//! JavaScript would not write (`\u`, `\/`, with `memmem`); each hit is mapped to the line
-//! holding it by byte offset, and the search goes on from that line's end (one hit per line
-//! is all a line mask needs). The result is [`Prefilter::line_mask`] of every line, up to
-//! "maybe" (`u64::MAX`) being given to more lines, never fewer. (One regex for all fragments
-//! and escapes was measured 4–10× slower: short case-insensitive literals and `\u` make its
-//! literal prefilter report a candidate at nearly every backslash.)
+//! files) and searched with each fragment's case-insensitive regex; each hit is mapped to the
+//! line holding it by byte offset, and the search goes on from that line's end (one hit per
+//! line is all a line mask needs). A line the index marks as holding an escape JavaScript
+//! would not write (`Line::escapes`, found while the line was first decoded) is a "maybe"
+//! (`u64::MAX`). The result is [`Prefilter::line_mask`] of every line, up to "maybe" being
+//! given to more lines, never fewer. (One regex for all fragments and the escapes was
+//! measured 4–10× slower: short case-insensitive literals and `\u` make its literal
+//! prefilter report a candidate at nearly every backslash.)
 //!
-//! - A hit of `\u` or `\/` that starts an escape (an even run of backslashes before it, all
-//!   inside the block) makes the line "maybe" when it is not JavaScript's own form, as
-//!   [`has_foreign_escape`](super::matcher::has_foreign_escape) decides; when the run of
-//!   backslashes or the four hex digits reach past the block, the line is "maybe" too.
 //! - Fragments hold no `\n` (whitespace separates fragments), so a hit never spans lines.
 
 use regex::bytes::Regex;
@@ -20,8 +17,9 @@ use super::matcher::Prefilter;
 use super::projection::Projection;
 use crate::session::{SessionError, SessionFile};
 
-/// Bytes read and searched at a time per thread.
-const BLOCK: usize = 8 << 20;
+/// Bytes read and searched at a time per thread: small enough that the copy stays in the
+/// core's cache for the search that follows.
+const BLOCK: usize = 256 << 10;
 /// Files with fewer bytes per extra thread are scanned by one thread.
 const PARALLEL_MIN_BYTES: u64 = 16 << 20;
 
@@ -67,13 +65,8 @@ pub(crate) fn line_masks_in_blocks(
     if !spans.windows(2).all(|w| w[0].start <= w[1].start) {
         spans.sort_unstable_by_key(|s| s.start);
     }
-    let escapes = [
-        memchr::memmem::Finder::new(b"\\u"),
-        memchr::memmem::Finder::new(b"\\/"),
-    ];
     let scanner = Scanner {
         file,
-        escapes: &escapes,
         fragments: &fragments,
         overlap,
         block,
@@ -112,7 +105,16 @@ pub(crate) fn line_masks_in_blocks(
                 .collect()
         })
     };
-    let mut masks = vec![0u64; projection.line_count()];
+    // A line with an escape JavaScript would not write is a "maybe" (known from the index).
+    let mut masks: Vec<u64> = (0..projection.line_count())
+        .map(|i| {
+            if projection.line(i).escapes {
+                u64::MAX
+            } else {
+                0
+            }
+        })
+        .collect();
     for part in parts {
         match part {
             Ok(hits) => {
@@ -133,7 +135,6 @@ pub(crate) fn line_masks_in_blocks(
 
 struct Scanner<'a> {
     file: &'a SessionFile,
-    escapes: &'a [memchr::memmem::Finder<'a>; 2],
     fragments: &'a [(&'a str, &'a Regex)],
     overlap: usize,
     block: usize,
@@ -165,15 +166,7 @@ impl Scanner<'_> {
                 block.each_line_hit(
                     |hay, from| regex.find_at(hay, from).map(|m| m.start()),
                     &mut masks,
-                    |_, _| Some(1 << bit),
-                );
-            }
-            // Escapes JavaScript would not write: the line is a "maybe".
-            for finder in self.escapes {
-                block.each_line_hit(
-                    |hay, from| finder.find(&hay[from..]).map(|at| from + at),
-                    &mut masks,
-                    |at, whole_line| foreign_escape(block.hay, whole_line, at).then_some(u64::MAX),
+                    1 << bit,
                 );
             }
             block_start = block_end;
@@ -199,13 +192,12 @@ struct Block<'a> {
 
 impl Block<'_> {
     /// Run `find` (the next hit at or after an index) over the block; for each hit inside a
-    /// line whose mask `credit` does not already hold, OR in `credit(hit, whole line in
-    /// block)` and go on from the line's end when it gave something, else one byte on.
+    /// line, OR `bits` into its mask and go on from the line's end.
     fn each_line_hit(
         &self,
         find: impl Fn(&[u8], usize) -> Option<usize>,
         masks: &mut [u64],
-        credit: impl Fn(usize, bool) -> Option<u64>,
+        bits: u64,
     ) {
         let mut pos = 0usize;
         while pos < self.limit {
@@ -225,45 +217,8 @@ impl Block<'_> {
                 pos = (span.start - self.start) as usize;
                 continue;
             }
-            let line_end = (span.end - self.start) as usize;
-            match credit(at, span.start >= self.start) {
-                Some(bits) => {
-                    masks[i] |= bits;
-                    pos = line_end.max(at + 1);
-                }
-                None => pos = at + 1,
-            }
+            masks[i] |= bits;
+            pos = ((span.end - self.start) as usize).max(at + 1);
         }
-    }
-}
-
-/// Whether the `\` at `at` starts an escape JavaScript would not write; `true` too when that
-/// cannot be told inside `hay` (the run of backslashes before it reaches back past the start
-/// of `hay` while the line starts before it: `whole_line` is false).
-fn foreign_escape(hay: &[u8], whole_line: bool, at: usize) -> bool {
-    let run = hay[..at].iter().rev().take_while(|&&b| b == b'\\').count();
-    if run == at && !whole_line {
-        return true;
-    }
-    if run % 2 == 1 {
-        return false;
-    }
-    match hay.get(at + 1) {
-        Some(b'/') => true,
-        Some(b'u') => {
-            let Some(hex) = hay.get(at + 2..at + 6) else {
-                return true;
-            };
-            let own = hex.starts_with(b"00")
-                && matches!(hex[2], b'0' | b'1')
-                && hex[3].is_ascii_hexdigit()
-                && !(hex[2] == b'0'
-                    && matches!(
-                        hex[3].to_ascii_lowercase(),
-                        b'8' | b'9' | b'a' | b'c' | b'd'
-                    ));
-            !own
-        }
-        _ => false,
     }
 }

@@ -77,7 +77,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -530,7 +530,7 @@ fn encode_skeleton(decoded: &Decoded) -> Vec<u8> {
     for entry in &decoded.entries {
         body.u(entry.line_no - previous_line);
         body.u(entry.offset - previous_end);
-        body.u(entry.len);
+        body.u(entry.len << 1 | u64::from(entry.escapes));
         previous_line = entry.line_no;
         previous_end = entry.offset + entry.len;
         let id = strings.opt(entry.id.as_deref());
@@ -792,7 +792,8 @@ fn decode(file: &[u8]) -> Option<Stored> {
     for _ in 0..entries_count {
         let line_no = previous_line.checked_add(r.u()?)?;
         let offset = previous_end.checked_add(r.u()?)?;
-        let len = r.u()?;
+        let len_and_escapes = r.u()?;
+        let (len, escapes) = (len_and_escapes >> 1, len_and_escapes & 1 == 1);
         let end = offset.checked_add(len)?;
         if line_no > lines || end > indexed_len {
             return None;
@@ -872,6 +873,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
             line_no,
             offset,
             len,
+            escapes,
             id,
             parent_id,
             timestamp,

@@ -179,6 +179,9 @@ pub struct Entry {
     pub offset: u64,
     /// Byte length of the line, without its `\n`.
     pub len: u64,
+    /// The line holds an escape JavaScript's `JSON.stringify` would not write (see
+    /// [`has_foreign_escape`]), so text decoded from it may differ from its bytes.
+    pub escapes: bool,
     /// Entry id (synthesised as `L<line_no>` for v1 files, which have none).
     pub id: Option<String>,
     /// Parent id; `None` for a root (or a v1 file's first entry).
@@ -520,6 +523,40 @@ fn load_line_at(
     Ok(value)
 }
 
+/// Whether `line` holds an escape JavaScript's `JSON.stringify` would not write: `\\/`, or a
+/// `\\uXXXX` other than the `\\u0000`–`\\u001f` control form (minus `\\b` `\\t` `\\n` `\\f`
+/// `\\r`, which JavaScript writes short). A backslash that is itself escaped starts nothing.
+pub fn has_foreign_escape(line: &[u8]) -> bool {
+    use memchr::memmem;
+    use std::sync::LazyLock;
+    // Built once per process, not once per line.
+    static SLASH: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"\\/"));
+    static UNICODE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\u"));
+    // An escape starts at a backslash preceded by an even run of backslashes.
+    let starts_escape =
+        |at: usize| line[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0;
+    if SLASH.find_iter(line).any(starts_escape) {
+        return true;
+    }
+    UNICODE.find_iter(line).any(|at| {
+        if !starts_escape(at) {
+            return false;
+        }
+        let hex = line.get(at + 2..at + 6).unwrap_or(b"");
+        let own = hex.len() == 4
+            && hex.starts_with(b"00")
+            && matches!(hex[2], b'0' | b'1')
+            && hex[3].is_ascii_hexdigit()
+            && !(hex[2] == b'0'
+                && matches!(
+                    hex[3].to_ascii_lowercase(),
+                    b'8' | b'9' | b'a' | b'c' | b'd'
+                ));
+        !own
+    })
+}
+
 /// A test of one entry line's raw bytes, run while the file streams (search's prefilter).
 pub type LineTest<'a> = dyn Fn(&[u8]) -> u64 + Sync + 'a;
 
@@ -751,9 +788,9 @@ fn decode_chunk(
                 }
             } else {
                 chunk.flags.push(line_test(body));
-                chunk
-                    .entries
-                    .push(entry_from_raw(raw, line_no, offset, body.len() as u64, 3));
+                let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
+                entry.escapes = has_foreign_escape(body);
+                chunk.entries.push(entry);
             }
         };
         let parsed = match skeleton::decode(body) {
@@ -926,6 +963,7 @@ fn entry_from_raw(
         line_no,
         offset,
         len,
+        escapes: false,
         id: raw.id,
         parent_id: raw.parent_id,
         timestamp: raw.timestamp,
