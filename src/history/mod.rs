@@ -281,12 +281,15 @@ fn open_testing_lines(
     let leaf_entry = session.leaf(leaf)?;
     let branch = session.active_branch(leaf_entry);
     let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
+    // The stored projection must be the default branch of exactly the indexed lines.
+    let storable = pending
+        .as_ref()
+        .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
+    // The skeleton is freed before the index is encoded and written (peak memory).
+    let file = session.into_file();
     let mut index = used;
     if let Some(pending) = pending {
-        // The stored projection must be the default branch of exactly the indexed lines.
-        let extra = (leaf.is_none() && session.entries.len() == pending.entries())
-            .then(|| flat::encode(&projection))
-            .flatten();
+        let extra = storable.then(|| flat::encode(&projection)).flatten();
         index = pending.write(extra.as_deref(), used);
     }
     let line_flags = if flags.is_empty() {
@@ -296,7 +299,7 @@ fn open_testing_lines(
     };
     Ok((
         Opened {
-            file: session.into_file(),
+            file,
             projection,
             index,
         },

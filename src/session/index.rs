@@ -431,15 +431,14 @@ impl Pending {
         front.buf.extend_from_slice(&self.head);
         front.bytes(extra);
         let front = front.buf;
-        let mut bytes = Vec::with_capacity(PREAMBLE + front.len() + self.skeleton.len());
-        bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&FORMAT.to_le_bytes());
-        bytes.extend_from_slice(&(front.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&checksum(&front).to_le_bytes());
-        bytes.extend_from_slice(&checksum(&self.skeleton).to_le_bytes());
-        bytes.extend_from_slice(&front);
-        bytes.extend_from_slice(&self.skeleton);
-        if (bytes.len() as u64) * 100 > self.complete * MAX_SHARE_PERCENT {
+        let mut preamble = Vec::with_capacity(PREAMBLE);
+        preamble.extend_from_slice(MAGIC);
+        preamble.extend_from_slice(&FORMAT.to_le_bytes());
+        preamble.extend_from_slice(&(front.len() as u64).to_le_bytes());
+        preamble.extend_from_slice(&checksum(&front).to_le_bytes());
+        preamble.extend_from_slice(&checksum(&self.skeleton).to_le_bytes());
+        let total = (PREAMBLE + front.len() + self.skeleton.len()) as u64;
+        if total * 100 > self.complete * MAX_SHARE_PERCENT {
             return false;
         }
         let Some(dir) = self.target.parent() else {
@@ -447,7 +446,9 @@ impl Pending {
         };
         let written = fs::create_dir_all(dir).and_then(|()| {
             let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-            temp.write_all(&bytes)?;
+            temp.write_all(&preamble)?;
+            temp.write_all(&front)?;
+            temp.write_all(&self.skeleton)?;
             temp.persist(&self.target).map_err(|e| e.error)?;
             Ok(())
         });
