@@ -41,18 +41,6 @@ pub enum Role {
 #[allow(dead_code)]
 pub struct Roles(#[schemars(length(min = 1))] Vec<Role>);
 
-/// The homes a listing or search can be narrowed to.
-#[derive(JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-pub enum Scope {
-    Session,
-    Project,
-    Human,
-    Agent,
-    Model,
-}
-
 /// History integers are coerced the way Pi coerces them (`"5"` reads as 5), but the schema
 /// advertises what a caller should send: an integer.
 impl JsonSchema for LooseInt {

@@ -11,8 +11,13 @@ use super::identity::{Identity, is_slug};
 /// Longest accepted vpath (the path part of an address, without `.md`), in UTF-8 bytes.
 pub const MAX_NOTE_PATH_BYTES: usize = 512;
 
-/// One of the five homes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// One of the five homes. Its JSON Schema (the names [`Scope::name`] gives) is the `scope` of the
+/// notes-list and notes-search requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, schemars::JsonSchema)]
+#[schemars(
+    rename_all = "lowercase",
+    description = "The homes a listing or search can be narrowed to."
+)]
 pub enum Scope {
     Session,
     Project,

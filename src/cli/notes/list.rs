@@ -25,7 +25,7 @@ pub struct Request {
     #[serde(default)]
     pub pattern: Option<String>,
     /// Only this home: session, project, human, agent or model.
-    #[schemars(with = "Option<crate::cli::schema::Scope>")]
+    #[schemars(with = "Option<crate::notes::Scope>")]
     #[serde(default)]
     pub scope: Option<String>,
     /// With scope agent or model: whose home (default: yours).
