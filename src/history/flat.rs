@@ -11,66 +11,103 @@
 //! not fit these widths is not stored. Decoding checks every length and cross-reference, so a
 //! damaged blob (which the index checksum already rejects) can only read as `None`.
 
-use super::projection::{
-    Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window,
-};
+use rustc_hash::{FxHashMap, FxHashSet};
 
-const TAG: &[u8; 4] = b"PJ\x01\x00";
+use super::projection::{
+    Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window, marker_window,
+    seq_count,
+};
+use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
+
+const TAG: &[u8; 4] = b"PJ\x02\x00";
 const LINE_BYTES: usize = 16;
 const EVENT_BYTES: usize = 28;
 const NONE: u32 = u32::MAX;
 
-/// Encode `projection`; `None` when a value does not fit the format's widths.
-pub fn encode(projection: &Projection) -> Option<Vec<u8>> {
-    let u32_of = |v: u64| u32::try_from(v).ok().filter(|&v| v != NONE);
-    let usize32 = |v: usize| u32::try_from(v).ok().filter(|&v| v != NONE);
-    let mut out = Vec::with_capacity(
-        64 + projection.line_count() * LINE_BYTES + projection.event_count() * EVENT_BYTES,
-    );
-    let put = |out: &mut Vec<u8>, v: u32| out.extend_from_slice(&v.to_le_bytes());
-    let put_str = |out: &mut Vec<u8>, s: &str| -> Option<()> {
-        out.extend_from_slice(&usize32(s.len())?.to_le_bytes());
-        out.extend_from_slice(s.as_bytes());
-        Some(())
+fn u32_of(v: u64) -> Option<u32> {
+    u32::try_from(v).ok().filter(|&v| v != NONE)
+}
+
+fn usize32(v: usize) -> Option<u32> {
+    u32::try_from(v).ok().filter(|&v| v != NONE)
+}
+
+fn put(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
+    put(out, usize32(s.len())?);
+    out.extend_from_slice(s.as_bytes());
+    Some(())
+}
+
+fn put_line(out: &mut Vec<u8>, line: &Line) -> Option<()> {
+    out.extend_from_slice(&line.offset.to_le_bytes());
+    put(out, u32_of(line.len)?);
+    // The top bit of the line number holds `escapes`.
+    let line_no = u32_of(line.line_no).filter(|&n| n < 1 << 31)?;
+    put(out, line_no | u32::from(line.escapes) << 31);
+    Some(())
+}
+
+fn put_event(out: &mut Vec<u8>, event: &Event) -> Option<()> {
+    let (kind, entry, block, result) = match event.source {
+        Source::Text { entry } => (0u8, entry, 0, None),
+        Source::Call {
+            entry,
+            block,
+            result,
+        } => (1, entry, block, result),
+        Source::Result { entry } => (2, entry, 0, None),
+        Source::Bash { entry } => (3, entry, 0, None),
     };
+    put(out, u32_of(event.seq)?);
+    put(out, usize32(event.window)?);
+    put(out, usize32(entry)?);
+    put(out, result.map_or(Some(NONE), usize32)?);
+    put(out, usize32(block)?);
+    put(out, event.tool_name);
+    let role = match event.role {
+        EventRole::User => 0u8,
+        EventRole::Assistant => 1,
+        EventRole::Tool => 2,
+        EventRole::Context => 3,
+    };
+    out.extend_from_slice(&[role, kind, u8::from(event.has_text), 0]);
+    Some(())
+}
+
+/// The parts of an encoding, records already encoded (each array in pieces, so a stored
+/// array is copied once, straight into the new encoding).
+struct Parts<'a> {
+    highest_seq: u64,
+    lines: [&'a [u8]; 2],
+    events: [&'a [u8]; 2],
+    windows: &'a [Window],
+    paired: [&'a [u8]; 2],
+    tool_names: &'a [String],
+}
+
+/// The encoding of `parts`, and where its event records start.
+fn assemble(parts: &Parts<'_>) -> Option<(Vec<u8>, usize)> {
+    let len = |pieces: &[&[u8]; 2]| pieces[0].len() + pieces[1].len();
+    let mut out = Vec::with_capacity(
+        64 + len(&parts.lines)
+            + len(&parts.events)
+            + len(&parts.paired)
+            + parts.windows.len() * 32
+            + parts.tool_names.len() * 16,
+    );
     out.extend_from_slice(TAG);
-    out.extend_from_slice(&projection.highest_seq.to_le_bytes());
-    put(&mut out, usize32(projection.line_count())?);
-    for line in (0..projection.line_count()).map(|i| projection.line(i)) {
-        out.extend_from_slice(&line.offset.to_le_bytes());
-        put(&mut out, u32_of(line.len)?);
-        // The top bit of the line number holds `escapes`.
-        let line_no = u32_of(line.line_no).filter(|&n| n < 1 << 31)?;
-        put(&mut out, line_no | u32::from(line.escapes) << 31);
-    }
-    put(&mut out, usize32(projection.event_count())?);
-    for event in projection.events() {
-        let (kind, entry, block, result) = match event.source {
-            Source::Text { entry } => (0u8, entry, 0, None),
-            Source::Call {
-                entry,
-                block,
-                result,
-            } => (1, entry, block, result),
-            Source::Result { entry } => (2, entry, 0, None),
-            Source::Bash { entry } => (3, entry, 0, None),
-        };
-        put(&mut out, u32_of(event.seq)?);
-        put(&mut out, usize32(event.window)?);
-        put(&mut out, usize32(entry)?);
-        put(&mut out, result.map_or(Some(NONE), usize32)?);
-        put(&mut out, usize32(block)?);
-        put(&mut out, event.tool_name);
-        let role = match event.role {
-            EventRole::User => 0u8,
-            EventRole::Assistant => 1,
-            EventRole::Tool => 2,
-            EventRole::Context => 3,
-        };
-        out.extend_from_slice(&[role, kind, u8::from(event.has_text), 0]);
-    }
-    put(&mut out, usize32(projection.windows.len())?);
-    for window in &projection.windows {
+    out.extend_from_slice(&parts.highest_seq.to_le_bytes());
+    put(&mut out, usize32(len(&parts.lines) / LINE_BYTES)?);
+    parts.lines.iter().for_each(|p| out.extend_from_slice(p));
+    put(&mut out, usize32(len(&parts.events) / EVENT_BYTES)?);
+    let events_at = out.len();
+    parts.events.iter().for_each(|p| out.extend_from_slice(p));
+    put(&mut out, usize32(parts.windows.len())?);
+    for window in parts.windows {
         put_str(&mut out, &window.window_id)?;
         match &window.created_at {
             None => out.push(0),
@@ -82,17 +119,39 @@ pub fn encode(projection: &Projection) -> Option<Vec<u8>> {
         put(&mut out, usize32(window.events.start)?);
         put(&mut out, usize32(window.events.end)?);
     }
-    let paired: Vec<(u64, u64)> = projection.paired_results().collect();
-    put(&mut out, usize32(paired.len())?);
-    for &(result, call) in &paired {
-        put(&mut out, u32_of(result)?);
-        put(&mut out, u32_of(call)?);
-    }
-    put(&mut out, usize32(projection.tool_names.len())?);
-    for name in &projection.tool_names {
+    put(&mut out, usize32(len(&parts.paired) / 8)?);
+    parts.paired.iter().for_each(|p| out.extend_from_slice(p));
+    put(&mut out, usize32(parts.tool_names.len())?);
+    for name in parts.tool_names {
         put_str(&mut out, name)?;
     }
-    Some(out)
+    Some((out, events_at))
+}
+
+/// Encode `projection`; `None` when a value does not fit the format's widths.
+pub fn encode(projection: &Projection) -> Option<Vec<u8>> {
+    let mut lines = Vec::with_capacity(projection.line_count() * LINE_BYTES);
+    for i in 0..projection.line_count() {
+        put_line(&mut lines, &projection.line(i))?;
+    }
+    let mut events = Vec::with_capacity(projection.event_count() * EVENT_BYTES);
+    for event in projection.events() {
+        put_event(&mut events, &event)?;
+    }
+    let mut paired = Vec::new();
+    for (result, call) in projection.paired_results() {
+        put(&mut paired, u32_of(result)?);
+        put(&mut paired, u32_of(call)?);
+    }
+    assemble(&Parts {
+        highest_seq: projection.highest_seq,
+        lines: [&lines, &[]],
+        events: [&events, &[]],
+        windows: &projection.windows,
+        paired: [&paired, &[]],
+        tool_names: &projection.tool_names,
+    })
+    .map(|(out, _)| out)
 }
 
 struct Reader<'a> {
@@ -196,21 +255,45 @@ impl Record for Event {
     }
 }
 
-/// Decode the projection encoded in `buf[at..]` of the session `session_id`, keeping `buf`:
-/// its arrays are read in place. `None` for anything but a whole, self-consistent encoding.
-pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
-    let bytes = buf.get(at..)?;
+/// The sections of an encoded projection, located and parsed but not cross-checked.
+struct Sections<'a> {
+    highest_seq: u64,
+    n_lines: usize,
+    /// Offset of the line records in the encoding.
+    lines_at: usize,
+    n_events: usize,
+    events_at: usize,
+    windows: Vec<Window>,
+    n_paired: usize,
+    paired_at: usize,
+    tool_names: Vec<String>,
+    bytes: &'a [u8],
+}
+
+impl Sections<'_> {
+    fn lines(&self) -> &[u8] {
+        &self.bytes[self.lines_at..self.lines_at + self.n_lines * LINE_BYTES]
+    }
+    fn events(&self) -> &[u8] {
+        &self.bytes[self.events_at..self.events_at + self.n_events * EVENT_BYTES]
+    }
+    fn paired(&self) -> &[u8] {
+        &self.bytes[self.paired_at..self.paired_at + self.n_paired * 8]
+    }
+}
+
+fn sections(bytes: &[u8]) -> Option<Sections<'_>> {
     let mut r = Reader { buf: bytes, at: 0 };
     if r.take(TAG.len())? != TAG {
         return None;
     }
     let highest_seq = r.u64()?;
     let n_lines = r.count(LINE_BYTES)?;
-    let lines_at = at + r.at;
+    let lines_at = r.at;
     r.take(n_lines * LINE_BYTES)?;
     let n_events = r.count(EVENT_BYTES)?;
-    let events_at = at + r.at;
-    let raw_events = r.take(n_events * EVENT_BYTES)?;
+    let events_at = r.at;
+    r.take(n_events * EVENT_BYTES)?;
     let n_windows = r.count(9)?;
     let mut windows = Vec::with_capacity(n_windows);
     for _ in 0..n_windows {
@@ -231,8 +314,8 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
         });
     }
     let n_paired = r.count(8)?;
-    let paired_at = at + r.at;
-    let raw_paired = r.take(n_paired * 8)?;
+    let paired_at = r.at;
+    r.take(n_paired * 8)?;
     let n_tools = r.count(4)?;
     let mut tool_names = Vec::with_capacity(n_tools);
     for _ in 0..n_tools {
@@ -241,6 +324,38 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
     if r.at != bytes.len() || windows.is_empty() {
         return None;
     }
+    Some(Sections {
+        highest_seq,
+        n_lines,
+        lines_at,
+        n_events,
+        events_at,
+        windows,
+        n_paired,
+        paired_at,
+        tool_names,
+        bytes,
+    })
+}
+
+/// Decode the projection encoded in `buf[at..]` of the session `session_id`, keeping `buf`:
+/// its arrays are read in place. `None` for anything but a whole, self-consistent encoding.
+pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
+    let bytes = buf.get(at..)?;
+    let Sections {
+        highest_seq,
+        n_lines,
+        lines_at,
+        n_events,
+        events_at,
+        windows,
+        n_paired,
+        paired_at,
+        tool_names,
+        ..
+    } = sections(bytes)?;
+    let raw_events = &bytes[events_at..events_at + n_events * EVENT_BYTES];
+    let raw_paired = &bytes[paired_at..paired_at + n_paired * 8];
     // Every record must read back and refer to what exists, in ascending order.
     let mut previous = 0u64;
     for b in raw_events.chunks_exact(EVENT_BYTES) {
@@ -272,18 +387,448 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
         highest_seq,
         windows,
         events: Store::Flat {
-            at: events_at,
+            at: at + events_at,
             len: n_events,
         },
         paired: Store::Flat {
-            at: paired_at,
+            at: at + paired_at,
             len: n_paired,
         },
         lines: Store::Flat {
-            at: lines_at,
+            at: at + lines_at,
             len: n_lines,
         },
         tool_names,
         flat: buf,
     })
+}
+
+// ------------------------------------------------------------------ extension in place
+
+/// Tag of the side data.
+const SIDE_TAG: &[u8; 4] = b"PS\x01\x00";
+
+/// What extending a stored projection by appended entries needs besides it (stored as the
+/// index's side data, read only when lines were appended):
+///
+/// - the default leaf's id: an appended entry continues the branch when its parent is it;
+/// - the hashes of the branch's entry ids (sorted): an appended id equal to one of them
+///   would change what the parent walk finds, so it is not extended in place;
+/// - the `toolCallId`s of the branch's tool results (sorted by hash, then id): a call whose
+///   id already has a result stays unpaired;
+/// - the open calls: for every call id with no result on the branch, its first call event,
+///   which the first result with that id will be paired with.
+///
+/// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, then counted
+/// arrays of the branch id hashes (u64 each), of the result ids (hash u64, id) and of the
+/// open calls (event index u32, id).
+struct Side {
+    highest_seq: u64,
+    events: usize,
+    lines: usize,
+    leaf: String,
+    branch: Vec<u64>,
+    results: Vec<(u64, String)>,
+    open: Vec<(u32, String)>,
+}
+
+/// Whether `id` is one of `results` (sorted by hash, then id).
+fn has_id(results: &[(u64, String)], id: &str) -> bool {
+    let hash = id_hash(id);
+    let start = results.partition_point(|(h, _)| *h < hash);
+    results[start..]
+        .iter()
+        .take_while(|(h, _)| *h == hash)
+        .any(|(_, s)| s == id)
+}
+
+fn encode_side(side: &Side) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(
+        64 + side.leaf.len() + 8 * side.branch.len() + 48 * (side.results.len() + side.open.len()),
+    );
+    out.extend_from_slice(SIDE_TAG);
+    out.extend_from_slice(&side.highest_seq.to_le_bytes());
+    put(&mut out, usize32(side.events)?);
+    put(&mut out, usize32(side.lines)?);
+    put_str(&mut out, &side.leaf)?;
+    put(&mut out, usize32(side.branch.len())?);
+    for h in &side.branch {
+        out.extend_from_slice(&h.to_le_bytes());
+    }
+    put(&mut out, usize32(side.results.len())?);
+    for (h, id) in &side.results {
+        out.extend_from_slice(&h.to_le_bytes());
+        put_str(&mut out, id)?;
+    }
+    put(&mut out, usize32(side.open.len())?);
+    for (event, id) in &side.open {
+        put(&mut out, *event);
+        put_str(&mut out, id)?;
+    }
+    Some(out)
+}
+
+fn decode_side(bytes: &[u8]) -> Option<Side> {
+    let mut r = Reader { buf: bytes, at: 0 };
+    if r.take(SIDE_TAG.len())? != SIDE_TAG {
+        return None;
+    }
+    let highest_seq = r.u64()?;
+    let events = r.u32()? as usize;
+    let lines = r.u32()? as usize;
+    let leaf = r.string()?;
+    // Both are looked up by binary search.
+    let n = r.count(8)?;
+    let mut branch = Vec::with_capacity(n);
+    for _ in 0..n {
+        branch.push(r.u64()?);
+    }
+    let n = r.count(12)?;
+    let mut results = Vec::with_capacity(n);
+    for _ in 0..n {
+        let hash = r.u64()?;
+        let id = r.string()?;
+        if hash != id_hash(&id) {
+            return None;
+        }
+        results.push((hash, id));
+    }
+    if !branch.is_sorted() || !results.is_sorted() {
+        return None;
+    }
+    let n = r.count(8)?;
+    let mut open = Vec::with_capacity(n);
+    for _ in 0..n {
+        let event = r.u32()?;
+        open.push((event, r.string()?));
+    }
+    if r.at != bytes.len() {
+        return None;
+    }
+    Some(Side {
+        highest_seq,
+        events,
+        lines,
+        leaf,
+        branch,
+        results,
+        open,
+    })
+}
+
+/// The side data of `projection`, the default branch (`branch`, root→leaf, ending at the
+/// last entry) of `session`; `entry_of_line` maps its lines to entries. `None` when it
+/// cannot be extended in place (a file older than version 3 — its entries are migrated
+/// in memory —, no entries, a leaf without an id, or a value too wide for the format).
+pub fn side_of(
+    session: &Session,
+    branch: &[usize],
+    projection: &Projection,
+    entry_of_line: &[usize],
+) -> Option<Vec<u8>> {
+    if session.header.version < 3 {
+        return None;
+    }
+    let &leaf = branch.last()?;
+    if leaf + 1 != session.entries.len() {
+        return None;
+    }
+    let leaf = session.entries[leaf].id.clone()?;
+    let mut branch_ids: Vec<u64> = branch
+        .iter()
+        .filter_map(|&i| session.entries[i].id.as_deref().map(id_hash))
+        .collect();
+    branch_ids.sort_unstable();
+    branch_ids.dedup();
+    let mut result_ids: FxHashSet<&str> = FxHashSet::default();
+    for &i in branch {
+        if let EntryKind::Message(m) = &session.entries[i].kind
+            && m.role == Role::ToolResult
+            && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
+        {
+            result_ids.insert(id);
+        }
+    }
+    let mut results: Vec<(u64, String)> = result_ids
+        .iter()
+        .map(|id| (id_hash(id), id.to_string()))
+        .collect();
+    results.sort_unstable();
+    let mut open = Vec::new();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    for (index, event) in projection.events().enumerate() {
+        if let Source::Call {
+            entry,
+            block,
+            result: None,
+        } = event.source
+            && let EntryKind::Message(m) = &session.entries[entry_of_line[entry]].kind
+            && let Some(id) = m.tool_calls[block].id.as_deref()
+            && !id.is_empty()
+            && !result_ids.contains(id)
+            && seen.insert(id)
+        {
+            open.push((usize32(index)?, id.to_string()));
+        }
+    }
+    encode_side(&Side {
+        highest_seq: projection.highest_seq,
+        events: projection.event_count(),
+        lines: projection.line_count(),
+        leaf,
+        branch: branch_ids,
+        results,
+        open,
+    })
+}
+
+/// Merge sorted `set` and `add`, without duplicates.
+fn merge_sorted<T: Ord + Clone>(set: &[T], mut add: Vec<T>) -> Vec<T> {
+    add.sort_unstable();
+    let mut out = Vec::with_capacity(set.len() + add.len());
+    let (mut i, mut j) = (0, 0);
+    while i < set.len() && j < add.len() {
+        if set[i] <= add[j] {
+            out.push(set[i].clone());
+            i += 1;
+        } else {
+            out.push(add[j].clone());
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&set[i..]);
+    out.extend_from_slice(&add[j..]);
+    out.dedup();
+    out
+}
+
+/// Extend the stored projection `old` (with its `side` data) of a session with header
+/// `header` by `entries`, appended to the file since: the new encoding and side data, or
+/// `None` when the entries do not simply continue the default branch — then the caller
+/// rebuilds the projection from the whole skeleton. The result equals what
+/// [`Projection::build`] gives for the grown file (up to the order of `lines`, which only
+/// `Source` indexes refer to): seqs continue over the new entries in file order, a reset
+/// marker opens a window, events join the last window, a new tool result is paired with
+/// the first open call of its id (its event record is patched in place) or is an event of
+/// its own.
+pub fn extend(
+    old: &[u8],
+    side: &[u8],
+    header: &Header,
+    entries: &[Entry],
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    if header.version < 3 {
+        return None;
+    }
+    let mut sections = sections(old)?;
+    let side = decode_side(side)?;
+    if side.highest_seq != sections.highest_seq
+        || side.events != sections.n_events
+        || side.lines != sections.n_lines
+    {
+        return None;
+    }
+    let mut highest_seq = sections.highest_seq;
+    let n_lines = sections.n_lines;
+    let mut windows = std::mem::take(&mut sections.windows);
+    let mut tool_names = std::mem::take(&mut sections.tool_names);
+    let mut lines = Vec::with_capacity(entries.len() * LINE_BYTES);
+    // New event records; the stored ones are copied once, into the new encoding, and calls
+    // among them that get their result are patched there.
+    let n_old = sections.n_events;
+    let mut events = Vec::with_capacity(entries.len() * 64);
+    let mut patches: Vec<(usize, u32)> = Vec::new();
+    let mut paired = Vec::with_capacity(entries.len() * 8);
+    let mut tools: FxHashMap<String, u32> = tool_names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.clone(), i as u32))
+        .collect();
+    let mut tool = |name: Option<&str>| -> u32 {
+        let name = name.unwrap_or("unknown");
+        if let Some(&id) = tools.get(name) {
+            return id;
+        }
+        let id = tool_names.len() as u32;
+        tool_names.push(name.to_string());
+        tools.insert(name.to_string(), id);
+        id
+    };
+    let mut open: FxHashMap<String, u32> = side
+        .open
+        .iter()
+        .map(|(event, id)| (id.clone(), *event))
+        .collect();
+    let mut new_ids: FxHashSet<u64> = FxHashSet::default();
+    let mut new_results: Vec<(u64, String)> = Vec::new();
+    let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
+    let mut leaf = side.leaf;
+    let mut line_count = n_lines;
+    for entry in entries {
+        // Only a chain that continues the default branch is extended in place.
+        let id = entry.id.as_deref()?;
+        if entry.parent_id.as_deref() != Some(leaf.as_str()) {
+            return None;
+        }
+        let hash = id_hash(id);
+        if side.branch.binary_search(&hash).is_ok() || !new_ids.insert(hash) {
+            return None;
+        }
+        leaf = id.to_string();
+        let seq = highest_seq + 1;
+        highest_seq += seq_count(&entry.kind);
+        let window = windows.len() - 1;
+        if let Some(window_id) = marker_window(&entry.kind) {
+            let at = n_old + events.len() / EVENT_BYTES;
+            windows.push(Window {
+                window_id: window_id.to_string(),
+                created_at: entry.timestamp.clone(),
+                events: at..at,
+            });
+            continue;
+        }
+        if seq_count(&entry.kind) == 0 {
+            continue;
+        }
+        let line = line_count;
+        line_count += 1;
+        put_line(
+            &mut lines,
+            &Line {
+                offset: entry.offset,
+                len: entry.len,
+                line_no: entry.line_no,
+                escapes: entry.escapes,
+            },
+        )?;
+        let text = |role, has_text| Event {
+            seq,
+            window,
+            role,
+            source: Source::Text { entry: line },
+            has_text,
+            tool_name: NO_TOOL,
+        };
+        match &entry.kind {
+            EntryKind::Compaction | EntryKind::BranchSummary | EntryKind::CustomMessage { .. } => {
+                put_event(&mut events, &text(EventRole::Context, true))?
+            }
+            EntryKind::Message(m) => {
+                match &m.role {
+                    Role::User => put_event(&mut events, &text(EventRole::User, m.has_text))?,
+                    Role::Assistant => {
+                        put_event(&mut events, &text(EventRole::Assistant, m.has_text))?
+                    }
+                    Role::Custom | Role::CompactionSummary | Role::BranchSummary => {
+                        put_event(&mut events, &text(EventRole::Context, true))?
+                    }
+                    Role::ToolResult => {
+                        let id = m.tool_call_id.as_deref().filter(|id| !id.is_empty());
+                        match id.and_then(|id| open.remove(id)) {
+                            Some(call) => {
+                                // The first result of an open call's id: shown at the call.
+                                let line = usize32(line)?;
+                                let call = call as usize;
+                                let call_seq = if call < n_old {
+                                    patches.push((call, line));
+                                    le32(sections.events(), call * EVENT_BYTES)
+                                } else {
+                                    let at = (call - n_old) * EVENT_BYTES;
+                                    let record = events.get_mut(at..at + EVENT_BYTES)?;
+                                    record[12..16].copy_from_slice(&line.to_le_bytes());
+                                    le32(record, 0)
+                                };
+                                let call_seq = u64::from(call_seq);
+                                put(&mut paired, u32_of(seq)?);
+                                put(&mut paired, u32_of(call_seq)?);
+                            }
+                            None => put_event(
+                                &mut events,
+                                &Event {
+                                    seq,
+                                    window,
+                                    role: EventRole::Tool,
+                                    source: Source::Result { entry: line },
+                                    has_text: true,
+                                    tool_name: tool(m.tool_name.as_deref()),
+                                },
+                            )?,
+                        }
+                        if let Some(id) = id
+                            && new_result_ids.insert(id.to_string())
+                        {
+                            new_results.push((id_hash(id), id.to_string()));
+                        }
+                    }
+                    Role::BashExecution => put_event(
+                        &mut events,
+                        &Event {
+                            seq,
+                            window,
+                            role: EventRole::Tool,
+                            source: Source::Bash { entry: line },
+                            has_text: true,
+                            tool_name: tool(Some("bash")),
+                        },
+                    )?,
+                    Role::System | Role::Other(_) => {}
+                }
+                if m.role == Role::Assistant {
+                    for (block, call) in m.tool_calls.iter().enumerate() {
+                        let index = usize32(n_old + events.len() / EVENT_BYTES)?;
+                        if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
+                            // A call whose id already has a result stays unpaired.
+                            if !has_id(&side.results, id) && !new_result_ids.contains(id) {
+                                open.entry(id.to_string()).or_insert(index);
+                            }
+                        }
+                        put_event(
+                            &mut events,
+                            &Event {
+                                seq: seq + 1 + block as u64,
+                                window,
+                                role: EventRole::Tool,
+                                source: Source::Call {
+                                    entry: line,
+                                    block,
+                                    result: None,
+                                },
+                                has_text: true,
+                                tool_name: tool(call.name.as_deref()),
+                            },
+                        )?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let count = n_old + events.len() / EVENT_BYTES;
+        windows.last_mut()?.events.end = count;
+    }
+    let event_count = n_old + events.len() / EVENT_BYTES;
+    let (mut blob, events_at) = assemble(&Parts {
+        highest_seq,
+        lines: [sections.lines(), &lines],
+        events: [sections.events(), &events],
+        windows: &windows,
+        paired: [sections.paired(), &paired],
+        tool_names: &tool_names,
+    })?;
+    for (event, line) in patches {
+        let at = events_at + event * EVENT_BYTES + 12;
+        blob.get_mut(at..at + 4)?
+            .copy_from_slice(&line.to_le_bytes());
+    }
+    let mut open: Vec<(u32, String)> = open.into_iter().map(|(id, e)| (e, id)).collect();
+    open.sort_unstable();
+    let side = encode_side(&Side {
+        highest_seq,
+        events: event_count,
+        lines: line_count,
+        leaf,
+        branch: merge_sorted(&side.branch, new_ids.into_iter().collect()),
+        results: merge_sorted(&side.results, new_results),
+        open,
+    })?;
+    Some((blob, side))
 }

@@ -39,7 +39,7 @@ pub use read::ReadOptions;
 
 use crate::envelope::{DomainError, ErrorClass, Refusal, fits};
 pub use crate::session::{IndexMode, IndexUse};
-use crate::session::{Session, SessionError, SessionFile};
+use crate::session::{Reopened, Session, SessionError, SessionFile};
 use crate::words::{plural, seq_range};
 use page::{PageSpec, RowSource, Visible};
 
@@ -244,21 +244,50 @@ pub fn open_with(
     Ok(open_testing_lines(path, leaf, None, index)?.0)
 }
 
-/// Open through an index that covers every complete line and stores the default branch's
-/// projection (see `flat`): no skeleton is decoded.
+/// Open through an index that stores the default branch's projection (see `flat`): no
+/// skeleton is decoded. When complete lines were appended since, they alone are decoded and
+/// the stored projection is extended by them in place (`flat::extend`) and written back;
+/// `None` when that is not possible (the caller then builds the projection from the
+/// skeleton).
 fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, HistoryError> {
     let IndexMode::In { dir, now } = index else {
         return Ok(None);
     };
-    let Some((file, extra)) = SessionFile::open_reused(path, dir, *now)? else {
+    let Some(reopened) = SessionFile::open_reused(path, dir, *now)? else {
         return Ok(None);
     };
-    let (buf, at) = extra.into_parts();
+    let Reopened {
+        file,
+        extra,
+        appended,
+    } = reopened;
+    let (buf, at, index) = match appended {
+        None => {
+            let (buf, at) = extra.into_parts();
+            (buf, at, IndexUse::Reused)
+        }
+        Some(appended) => {
+            let Some(side) = appended.side() else {
+                return Ok(None);
+            };
+            let Some((blob, side)) =
+                flat::extend(extra.bytes(), &side, &file.header, appended.entries())
+            else {
+                return Ok(None);
+            };
+            let index = if appended.write(&file, &blob, &side) {
+                IndexUse::Extended
+            } else {
+                IndexUse::Unavailable
+            };
+            (blob, 0, index)
+        }
+    };
     Ok(
         flat::decode(buf, at, &file.header.id).map(|projection| Opened {
             file,
             projection,
-            index: IndexUse::Reused,
+            index,
         }),
     )
 }
@@ -285,12 +314,17 @@ fn open_testing_lines(
     let storable = pending
         .as_ref()
         .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
-    // The skeleton is freed before the index is encoded and written (peak memory).
+    // What extending the stored projection needs; then the skeleton is freed before the
+    // index is encoded and written (peak memory).
+    let side = storable
+        .then(|| flat::side_of(&session, &branch, &projection, &entry_of_line))
+        .flatten();
+    drop(branch);
     let file = session.into_file();
     let mut index = used;
     if let Some(pending) = pending {
         let extra = storable.then(|| flat::encode(&projection)).flatten();
-        index = pending.write(extra.as_deref(), used);
+        index = pending.write(extra.as_deref(), side.as_deref(), used);
     }
     let line_flags = if flags.is_empty() {
         Vec::new()

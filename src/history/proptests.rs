@@ -630,14 +630,16 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
         &std::fs::canonicalize(file.path()).unwrap(),
     );
     let good = std::fs::read(&target).unwrap();
-    // Magic, format, front length, front and back checksums, then the front section (head
-    // and the stored projection), then the skeleton.
-    let front_end = 36 + u64::from_le_bytes(good[12..20].try_into().unwrap()) as usize;
-    assert!(front_end < good.len(), "the projection is stored");
+    // Magic, format, front length and checksum, side length and checksum, then the front
+    // section (head and the stored projection), the side data, then the skeleton.
+    let front_end = 44 + u64::from_le_bytes(good[12..20].try_into().unwrap()) as usize;
+    let side_end = front_end + u64::from_le_bytes(good[28..36].try_into().unwrap()) as usize;
+    assert!(front_end < side_end, "the side data is stored");
+    assert!(side_end < good.len(), "the projection is stored");
     // A damaged skeleton is not even read while the stored projection covers the file: the
     // answers come from the stored projection alone.
     let mut skeleton_damaged = good.clone();
-    skeleton_damaged[front_end + 3] ^= 0x5a;
+    skeleton_damaged[side_end + 3] ^= 0x5a;
     std::fs::write(&target, &skeleton_damaged).unwrap();
     let (reused, uses) = answers(file.path(), &queries, &mode);
     assert_eq!(reused, plain);
@@ -676,8 +678,8 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
             std::fs::write(&target, &damaged).unwrap();
             let (answer, used) = quick(&mode);
             assert_eq!(answer, expected, "{what} at {at}");
-            // Bytes 28..36 are the skeleton's checksum.
-            if at < front_end && !(28..36).contains(&at) {
+            // Bytes 28..44 are the side data's length and checksum.
+            if at < front_end && !(28..44).contains(&at) {
                 assert_eq!(used, "\"built\"", "{what} at {at}");
                 assert_eq!(std::fs::read(&target).unwrap(), good, "{what} at {at}");
             } else {
@@ -688,4 +690,245 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
             }
         }
     }
+}
+
+// ------------------------------------- the stored projection extended in place by appends
+
+/// Lines of a session for `spec` (kind, parent choice as in [`session`], pick, and whether
+/// the entry reuses an earlier entry's id), padded so its index stays under its share.
+fn grown_lines(spec: &[(Kind, u8, usize, bool)]) -> Vec<String> {
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":"0197grow-session","timestamp":"2026-01-01T00:00:00.000Z"})
+            .to_string(),
+    ];
+    let mut call_ids = 0usize;
+    for (i, (kind, parent_choice, pick, dup)) in spec.iter().enumerate() {
+        let parent = match (parent_choice, i) {
+            (_, 0) | (2, _) => None,
+            (1, _) => Some(pick % i),
+            _ => Some(i - 1),
+        };
+        let id = if *dup && i > 0 {
+            format!("e{}", pick % i)
+        } else {
+            format!("e{i}")
+        };
+        let ts = format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60 % 60, i % 60);
+        let mut entry = match kind {
+            Kind::User(text) => {
+                json!({"type":"message","message":{"role":"user","content": if *text { format!("user {i}") } else { String::new() }}})
+            }
+            Kind::Assistant { text, calls } => {
+                let mut content = vec![];
+                if *text {
+                    content.push(json!({"type":"text","text": format!("assistant {i}")}));
+                }
+                for _ in 0..*calls {
+                    content.push(json!({"type":"toolCall","id": format!("c{}", call_ids % 30),"name": format!("tool{}", call_ids % 4),"arguments":{"n": call_ids}}));
+                    call_ids += 1;
+                }
+                json!({"type":"message","message":{"role":"assistant","content": content}})
+            }
+            Kind::Result { call } => {
+                json!({"type":"message","message":{"role":"toolResult","toolCallId": format!("c{call}"),"toolName": format!("tool{}", call % 4),"content":[{"type":"text","text": format!("out {i}")}],"isError": call % 5 == 0}})
+            }
+            Kind::Bash => {
+                json!({"type":"message","message":{"role":"bashExecution","command":"ls","output":"x","exitCode":0,"cancelled":false,"truncated":false}})
+            }
+            Kind::Context => {
+                if i % 2 == 0 {
+                    json!({"type":"compaction","summary": format!("summary {i}"),"firstKeptEntryId":"e0","tokensBefore":10})
+                } else {
+                    json!({"type":"branch_summary","fromId":"e0","summary": format!("branch {i}")})
+                }
+            }
+            Kind::Marker => {
+                json!({"type":"custom","customType":"pi-context/reset-marker","data":{"windowId": format!("w{}", i % 3)}})
+            }
+            Kind::Label => json!({"type":"model_change","provider":"p","modelId":"m"}),
+        };
+        entry["id"] = json!(id);
+        entry["parentId"] = json!(parent.map(|p| format!("e{p}")));
+        entry["timestamp"] = json!(ts);
+        entry["pad"] = json!("p".repeat(2500));
+        lines.push(entry.to_string());
+    }
+    lines
+}
+
+/// The projection's facts with line indexes resolved to the lines themselves (the order of
+/// `lines` may differ between an extended and a rebuilt projection).
+fn projection_facts(p: &super::Projection) -> String {
+    use super::projection::Source;
+    let mut out = format!("highest {}\nwindows {:?}\n", p.highest_seq, p.windows);
+    for e in p.events() {
+        let source = match e.source {
+            Source::Text { entry } => format!("text {:?}", p.line(entry)),
+            Source::Call {
+                entry,
+                block,
+                result,
+            } => format!(
+                "call {:?} #{block} -> {:?}",
+                p.line(entry),
+                result.map(|r| p.line(r))
+            ),
+            Source::Result { entry } => format!("result {:?}", p.line(entry)),
+            Source::Bash { entry } => format!("bash {:?}", p.line(entry)),
+        };
+        out.push_str(&format!(
+            "{} w{} {:?} {} {:?} {source}\n",
+            e.seq,
+            e.window,
+            e.role,
+            e.has_text,
+            p.tool_name(&e)
+        ));
+    }
+    out.push_str(&format!(
+        "paired {:?}\n",
+        p.paired_results().collect::<Vec<_>>()
+    ));
+    out
+}
+
+/// Append `text` to `path`.
+fn append(path: &std::path::Path, text: &str) {
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+/// Open `path` through the index in `cache` as a history call does: whether the stored
+/// projection was extended in place, and (then) that it equals the projection built from
+/// the whole file.
+fn extended_in_place(path: &std::path::Path, cache: &std::path::Path) -> bool {
+    let mode = IndexMode::In {
+        dir: cache,
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    match super::open_reused(path, &mode).unwrap() {
+        Some(opened) if opened.index == super::IndexUse::Extended => {
+            let plain = open(path, None).unwrap();
+            assert_eq!(
+                projection_facts(&opened.projection),
+                projection_facts(&plain.projection)
+            );
+            true
+        }
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn appends_of_every_kind_between_calls_answer_as_without_the_index(
+        spec in prop::collection::vec(
+            (kind(), prop_oneof![12 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)], any::<usize>(), prop::bool::weighted(0.04)),
+            2..40,
+        ),
+        steps in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 1..5),
+        queries in prop::collection::vec(query(), 1..2),
+    ) {
+        let lines = grown_lines(&spec);
+        let cache = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mode = IndexMode::In { dir: cache.path(), now: std::time::SystemTime::UNIX_EPOCH };
+        let mut points: Vec<(usize, u8)> = steps.iter().map(|(at, extra)| (1 + at.index(lines.len()), *extra)).collect();
+        points.push((lines.len(), 0));
+        points.sort_unstable();
+        let mut written = 0;
+        let mut text = String::new();
+        for (point, extra) in points {
+            // Whole lines up to `point`, then sometimes a blank or malformed line, or half of
+            // the next line (torn: it waits).
+            for line in &lines[written..point.max(written)] {
+                text.push_str(line);
+                text.push('\n');
+            }
+            written = point.max(written);
+            let mut now = text.clone();
+            match extra {
+                1 => { text.push_str("not json\n"); now = text.clone(); }
+                2 => { text.push('\n'); now = text.clone(); }
+                3 => if let Some(next) = lines.get(written) { now.push_str(&next[..next.len() / 2]); },
+                _ => {}
+            }
+            std::fs::write(&path, &now).unwrap();
+            // Stays the same file (inode) as it grows, as Pi's appends do.
+            extended_in_place(&path, cache.path());
+            let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+            let (indexed, _) = answers(&path, &queries, &mode);
+            prop_assert_eq!(&plain, &indexed);
+        }
+    }
+}
+
+#[test]
+fn pi_appends_extend_the_stored_projection_in_place() {
+    use Kind::*;
+    let c = |kind| (kind, 0u8, 0usize, false);
+    // A call (c0) still open when the index is built; later its result, a compaction, a
+    // reset marker, more calls paired out of order, bash, a model change.
+    let spec = vec![
+        c(User(true)),
+        c(Assistant {
+            text: true,
+            calls: 1,
+        }),
+        c(User(true)),
+        c(Context),
+        c(Result { call: 0 }),
+        c(Marker),
+        c(User(true)),
+        c(Assistant {
+            text: false,
+            calls: 2,
+        }),
+        c(Result { call: 2 }),
+        c(Result { call: 1 }),
+        c(Bash),
+        c(Label),
+        c(Context),
+        c(User(false)),
+        // Off the branch: a summary whose parent is not the leaf (Pi's tree navigation).
+        (Context, 1, 2, false),
+        c(User(true)),
+        // Reuses a branch entry's id (e1); the next entry's parent (e16) then names nothing.
+        (User(true), 0, 1, true),
+        c(User(true)),
+        c(User(true)),
+    ];
+    let lines = grown_lines(&spec);
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let queries = vec!["user".to_string(), "out 9".to_string()];
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    std::fs::write(&path, lines[..5].join("\n") + "\n").unwrap();
+    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
+    let mut expect = Vec::new();
+    for (i, line) in lines.iter().enumerate().skip(5) {
+        append(&path, &format!("{line}\n"));
+        // The entries are e0.. (line i is entry i - 1).
+        let fast = extended_in_place(&path, cache.path());
+        expect.push((i - 1, fast));
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, uses) = answers(&path, &queries, &mode);
+        assert_eq!(plain, indexed, "after entry {}", i - 1);
+        // Extended in place, or else rebuilt from the skeleton by the first call.
+        let first = if fast { "\"reused\"" } else { "\"extended\"" };
+        assert_eq!(uses[0], first, "after entry {}", i - 1);
+        assert!(uses[1..].iter().all(|u| u == "\"reused\""), "{uses:?}");
+    }
+    // Every entry continuing the branch extends in place; the branch summary (e14), the
+    // reused id (e16) and the new root after it (e17) rebuild; the entry after a rebuild
+    // extends in place again.
+    let slow: Vec<usize> = expect.iter().filter(|e| !e.1).map(|e| e.0).collect();
+    assert_eq!(slow, vec![14, 16, 17]);
 }

@@ -77,7 +77,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -165,16 +165,19 @@ pub(crate) fn open_through_index(
     Ok((decoded, use_, pending))
 }
 
-/// What a valid index that covers every complete line holds besides its skeleton (see
-/// [`peek`]).
+/// What a valid index holds besides its skeleton (see [`peek`]).
 pub(crate) struct Peeked {
     pub header: Header,
     pub lines: u64,
     pub skipped: u64,
-    /// The end of the last complete line (= the indexed length).
+    /// The end of the indexed lines (≤ `complete`).
+    pub indexed: u64,
+    /// The end of the last complete line of the file now.
     pub complete: u64,
     /// The caller's extra data.
     pub extra: Extra,
+    /// How to extend the index by lines appended since (when `indexed < complete`).
+    pub grow: Grow,
 }
 
 /// The extra data of an index, as read (the tail of a buffer, so it is not copied).
@@ -188,11 +191,83 @@ impl Extra {
     pub fn into_parts(self) -> (Vec<u8>, usize) {
         (self.buf, self.at)
     }
+
+    /// The extra data.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.at..]
+    }
 }
 
-/// The head and extra data of a valid index that covers every complete line of `file` and
-/// carries extra data, without decoding its skeleton (the whole file's checksum is still
-/// checked). `None` for anything else.
+/// What extending a peeked index in place needs: its open file (so the unchanged skeleton
+/// chunks are copied from the very file the head was read from, even if another process
+/// renames a new index over it meanwhile), where its sections are, and which session file
+/// it belongs to.
+pub struct Grow {
+    index: File,
+    target: PathBuf,
+    identity: Identity,
+    side_at: u64,
+    side_len: u64,
+    side_sum: u64,
+    back_at: u64,
+    back_len: u64,
+}
+
+impl Grow {
+    /// The side data stored with the extra data, checked (`None` when absent or damaged).
+    pub fn side(&self) -> Option<Vec<u8>> {
+        if self.side_len == 0 {
+            return None;
+        }
+        let mut side = vec![0u8; usize::try_from(self.side_len).ok()?];
+        self.index.read_exact_at(&mut side, self.side_at).ok()?;
+        (checksum(&side) == self.side_sum).then_some(side)
+    }
+
+    /// Atomically write the index extended by `appended` (the decode of the complete lines
+    /// `[indexed, complete)` appended to the peeked head: its `lines` and `skipped` are the
+    /// totals so far, its entries only the new ones), with the caller's new `extra` and
+    /// `side` data: the old skeleton chunks are copied unchanged and the new entries added as
+    /// one more chunk. Data that would push the index past its share of the file is dropped
+    /// (the index is then kept without it). Returns whether an index was written.
+    pub(crate) fn write(
+        &self,
+        file: &File,
+        complete: u64,
+        appended: &Decoded,
+        extra: &[u8],
+        side: &[u8],
+    ) -> bool {
+        let Some(header) = appended.header.as_ref() else {
+            return false;
+        };
+        let Ok((head_hash, tail_hash)) = edges(file, complete) else {
+            return false;
+        };
+        let chunk = chunk_of(&appended.entries);
+        let back_len = self.back_len + chunk.len() as u64;
+        let head = encode_head(
+            &self.identity,
+            complete,
+            &head_hash,
+            &tail_hash,
+            header,
+            (appended.lines, appended.skipped, back_len),
+        );
+        let back = Back::Copy {
+            from: &self.index,
+            at: self.back_at,
+            len: self.back_len,
+            chunk: &chunk,
+        };
+        write_index(&self.target, complete, &head, extra, side, &back)
+            || write_index(&self.target, complete, &head, &[], &[], &back)
+    }
+}
+
+/// The head and extra data of a valid index of `file` that carries extra data, without
+/// decoding its skeleton (only the front section is read and checked). `None` for anything
+/// else.
 pub(crate) fn peek(
     path: &Path,
     file: &File,
@@ -210,7 +285,8 @@ pub(crate) fn peek(
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let Some(mut front) = read_front(&index_path(cache, &canonical)) else {
+    let target = index_path(cache, &canonical);
+    let Some((index, pre, mut front)) = read_front(&target) else {
         return Ok(None);
     };
     let mut r = In { buf: &front, at: 0 };
@@ -223,19 +299,33 @@ pub(crate) fn peek(
     let extra_at = r.at;
     if extra_len == 0
         || extra_at.checked_add(extra_len) != Some(front.len())
-        || head.indexed_len != complete
         || !head.valid_for(&identity, file, complete)
     {
         return Ok(None);
     }
+    let side_at = (PREAMBLE + pre.front_len) as u64;
+    let Some(back_at) = side_at.checked_add(pre.side_len) else {
+        return Ok(None);
+    };
     Ok(Some(Peeked {
         header: head.header,
         lines: head.lines,
         skipped: head.skipped,
+        indexed: head.indexed_len,
         complete,
         extra: Extra {
             buf: std::mem::take(&mut front),
             at: extra_at,
+        },
+        grow: Grow {
+            index,
+            target,
+            identity,
+            side_at,
+            side_len: pre.side_len,
+            side_sum: pre.side_sum,
+            back_at,
+            back_len: head.back_len,
         },
     }))
 }
@@ -329,6 +419,8 @@ struct Head {
     lines: u64,
     skipped: u64,
     header: Header,
+    /// Bytes of the skeleton section (its chunks).
+    back_len: u64,
 }
 
 impl Head {
@@ -391,8 +483,15 @@ impl Pending {
     ) -> Option<Pending> {
         let header = decoded.header.as_ref()?;
         let (head_hash, tail_hash) = edges(file, complete).ok()?;
-        let head = encode_head(&identity, complete, &head_hash, &tail_hash, header, decoded);
-        let skeleton = encode_skeleton(decoded);
+        let skeleton = chunk_of(&decoded.entries);
+        let head = encode_head(
+            &identity,
+            complete,
+            &head_hash,
+            &tail_hash,
+            header,
+            (decoded.lines, decoded.skipped, skeleton.len() as u64),
+        );
         Some(Pending {
             target,
             complete,
@@ -409,13 +508,19 @@ impl Pending {
     }
 
     /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
-    /// e.g. history's projection; `None` for none). Extra data that would push the index past
-    /// its share of the file is dropped. Returns how the call used the index: `used`, or
-    /// `Unavailable` when a `Built`/`Extended` index could not be kept.
-    pub fn write(&self, extra: Option<&[u8]>, used: IndexUse) -> IndexUse {
+    /// e.g. history's projection; `None` for none) and `side` (data only an extension reads,
+    /// see [`Grow::side`]). Extra data that would push the index past its share of the file
+    /// is dropped. Returns how the call used the index: `used`, or `Unavailable` when a
+    /// `Built`/`Extended` index could not be kept.
+    pub fn write(&self, extra: Option<&[u8]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
+        let back = Back::Whole(&self.skeleton);
         let kept = match extra {
-            Some(extra) if !extra.is_empty() && self.write_with(extra) => true,
-            _ => self.write_with(&[]),
+            Some(extra) if !extra.is_empty() => {
+                let side = side.unwrap_or_default();
+                write_index(&self.target, self.complete, &self.head, extra, side, &back)
+                    || write_index(&self.target, self.complete, &self.head, &[], &[], &back)
+            }
+            _ => write_index(&self.target, self.complete, &self.head, &[], &[], &back),
         };
         if kept || used == IndexUse::Reused {
             used
@@ -423,37 +528,97 @@ impl Pending {
             IndexUse::Unavailable
         }
     }
+}
 
-    fn write_with(&self, extra: &[u8]) -> bool {
-        let mut front = Out {
-            buf: Vec::with_capacity(self.head.len() + extra.len() + 16),
-        };
-        front.buf.extend_from_slice(&self.head);
-        front.bytes(extra);
-        let front = front.buf;
-        let mut preamble = Vec::with_capacity(PREAMBLE);
-        preamble.extend_from_slice(MAGIC);
-        preamble.extend_from_slice(&FORMAT.to_le_bytes());
-        preamble.extend_from_slice(&(front.len() as u64).to_le_bytes());
-        preamble.extend_from_slice(&checksum(&front).to_le_bytes());
-        preamble.extend_from_slice(&checksum(&self.skeleton).to_le_bytes());
-        let total = (PREAMBLE + front.len() + self.skeleton.len()) as u64;
-        if total * 100 > self.complete * MAX_SHARE_PERCENT {
-            return false;
-        }
-        let Some(dir) = self.target.parent() else {
-            return false;
-        };
-        let written = fs::create_dir_all(dir).and_then(|()| {
-            let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
-            temp.write_all(&preamble)?;
-            temp.write_all(&front)?;
-            temp.write_all(&self.skeleton)?;
-            temp.persist(&self.target).map_err(|e| e.error)?;
-            Ok(())
-        });
-        written.is_ok()
+/// The skeleton section of an index being written.
+enum Back<'a> {
+    /// One chunk holding every entry.
+    Whole(&'a [u8]),
+    /// The chunks of an existing index file (`len` bytes at `at`), then one more.
+    Copy {
+        from: &'a File,
+        at: u64,
+        len: u64,
+        chunk: &'a [u8],
+    },
+}
+
+/// Write an index file atomically (temp file + rename): preamble, front (`head` and
+/// `extra`), `side`, skeleton chunks. `false` when it would exceed its share of the
+/// `complete` bytes it covers or cannot be written.
+fn write_index(
+    target: &Path,
+    complete: u64,
+    head: &[u8],
+    extra: &[u8],
+    side: &[u8],
+    back: &Back<'_>,
+) -> bool {
+    // The front is the head, the extra data's length, the extra data (written as it is: it
+    // can be megabytes).
+    let mut front = Out {
+        buf: Vec::with_capacity(head.len() + 16),
+    };
+    front.buf.extend_from_slice(head);
+    front.u(extra.len() as u64);
+    let front_head = front.buf;
+    let front_len = front_head.len() + extra.len();
+    let back_len = match back {
+        Back::Whole(chunk) => chunk.len() as u64,
+        Back::Copy { len, chunk, .. } => len + chunk.len() as u64,
+    };
+    let total = (PREAMBLE + front_len + side.len()) as u64 + back_len;
+    if total * 100 > complete * MAX_SHARE_PERCENT {
+        return false;
     }
+    let mut preamble = Vec::with_capacity(PREAMBLE);
+    preamble.extend_from_slice(MAGIC);
+    preamble.extend_from_slice(&FORMAT.to_le_bytes());
+    preamble.extend_from_slice(&(front_len as u64).to_le_bytes());
+    preamble.extend_from_slice(&front_sum(&front_head, extra).to_le_bytes());
+    preamble.extend_from_slice(&(side.len() as u64).to_le_bytes());
+    preamble.extend_from_slice(&checksum(side).to_le_bytes());
+    let Some(dir) = target.parent() else {
+        return false;
+    };
+    let written = fs::create_dir_all(dir).and_then(|()| {
+        let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        temp.write_all(&preamble)?;
+        temp.write_all(&front_head)?;
+        temp.write_all(extra)?;
+        temp.write_all(side)?;
+        match back {
+            Back::Whole(chunk) => temp.write_all(chunk)?,
+            Back::Copy {
+                from,
+                at,
+                len,
+                chunk,
+            } => {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut from: &File = from;
+                from.seek(SeekFrom::Start(*at))?;
+                let copied = std::io::copy(&mut from.take(*len), temp.as_file_mut())?;
+                if copied != *len {
+                    return Err(std::io::Error::other("index file shrank while copied"));
+                }
+                temp.write_all(chunk)?;
+            }
+        }
+        temp.persist(target).map_err(|e| e.error)?;
+        Ok(())
+    });
+    written.is_ok()
+}
+
+/// One skeleton chunk: its body's length and checksum, then the body.
+fn chunk_of(entries: &[Entry]) -> Vec<u8> {
+    let body = encode_skeleton(entries);
+    let mut chunk = Vec::with_capacity(16 + body.len());
+    chunk.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    chunk.extend_from_slice(&checksum(&body).to_le_bytes());
+    chunk.extend_from_slice(&body);
+    chunk
 }
 
 // ------------------------------------------------------------------------------- encoding
@@ -518,17 +683,18 @@ fn role_tag(role: &Role) -> u64 {
     }
 }
 
-/// The skeleton section: the string table, then every entry.
-fn encode_skeleton(decoded: &Decoded) -> Vec<u8> {
+/// A skeleton chunk's body: its string table, then its entries (offsets, line numbers and
+/// timestamps coded against the chunk's previous entry).
+fn encode_skeleton(entries: &[Entry]) -> Vec<u8> {
     let mut strings = Interner::default();
     let mut body = Out {
-        buf: Vec::with_capacity(decoded.entries.len() * 48),
+        buf: Vec::with_capacity(entries.len() * 48),
     };
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_id: Option<&str> = None;
     let mut previous_ts: &str = "";
-    for entry in &decoded.entries {
+    for entry in entries {
         body.u(entry.line_no - previous_line);
         body.u(entry.offset - previous_end);
         body.u(entry.len << 1 | u64::from(entry.escapes));
@@ -610,7 +776,7 @@ fn encode_skeleton(decoded: &Decoded) -> Vec<u8> {
     for s in &strings.order {
         out.bytes(s.as_bytes());
     }
-    out.u(decoded.entries.len() as u64);
+    out.u(entries.len() as u64);
     out.buf.extend_from_slice(&body.buf);
     out.buf
 }
@@ -622,7 +788,7 @@ fn encode_head(
     head_hash: &[u8; 20],
     tail_hash: &[u8; 20],
     header: &Header,
-    decoded: &Decoded,
+    (lines, skipped, back_len): (u64, u64, u64),
 ) -> Vec<u8> {
     let mut out = Out {
         buf: Vec::with_capacity(identity.path.len() + 128),
@@ -633,8 +799,8 @@ fn encode_head(
     out.u(indexed_len);
     out.buf.extend_from_slice(head_hash);
     out.buf.extend_from_slice(tail_hash);
-    out.u(decoded.lines);
-    out.u(decoded.skipped);
+    out.u(lines);
+    out.u(skipped);
     out.bytes(header.id.as_bytes());
     out.u(header.version);
     match &header.timestamp {
@@ -644,12 +810,29 @@ fn encode_head(
             out.bytes(ts.as_bytes());
         }
     }
+    out.u(back_len);
     out.buf
 }
 
 /// The checksum of an index body.
 fn checksum(body: &[u8]) -> u64 {
     FxBuildHasher.hash_one(body)
+}
+
+/// The checksum of a front section: of its head (with the extra data's length) and of its
+/// extra data, combined (so the extra data is written without copying it behind the head).
+fn front_sum(head: &[u8], extra: &[u8]) -> u64 {
+    FxBuildHasher.hash_one((checksum(head), checksum(extra)))
+}
+
+/// Whether a front section read back has checksum `sum`: where its extra data starts is
+/// read from the (not yet trusted, bounds-checked) head.
+fn front_ok(front: &[u8], sum: u64) -> bool {
+    let mut r = In { buf: front, at: 0 };
+    decode_head(&mut r).and_then(|_| r.u()).is_some() && {
+        let (head, extra) = front.split_at(r.at);
+        front_sum(head, extra) == sum
+    }
 }
 
 struct In<'a> {
@@ -688,41 +871,58 @@ impl<'a> In<'a> {
     }
 }
 
-/// Bytes before the front section: magic, format, front length, front and back checksums.
-const PREAMBLE: usize = 8 + 4 + 8 + 8 + 8;
+/// Bytes before the front section: magic, format, front length and checksum, side length
+/// and checksum.
+const PREAMBLE: usize = 8 + 4 + 8 + 8 + 8 + 8;
 
-/// The front length and the two checksums, when the magic and format are right.
-fn preamble(bytes: &[u8]) -> Option<(usize, u64, u64)> {
+/// The preamble's fields.
+struct Pre {
+    front_len: usize,
+    front_sum: u64,
+    side_len: u64,
+    side_sum: u64,
+}
+
+/// The preamble's fields, when the magic and format are right.
+fn preamble(bytes: &[u8]) -> Option<Pre> {
     let word = |at: usize| -> Option<u64> {
         Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
     };
     (bytes.get(..8)? == MAGIC && u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) == FORMAT)
         .then_some(())?;
-    Some((usize::try_from(word(12)?).ok()?, word(20)?, word(28)?))
+    Some(Pre {
+        front_len: usize::try_from(word(12)?).ok()?,
+        front_sum: word(20)?,
+        side_len: word(28)?,
+        side_sum: word(36)?,
+    })
 }
 
-/// The front (head and extra data) and back (skeleton) sections of a whole index file whose
-/// magic, format and checksums are right.
-fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (front_len, front_sum, back_sum) = preamble(file)?;
+/// The front (head and extra data), side and back (skeleton chunks, not checked here)
+/// sections of a whole index file whose magic, format and front and side checksums are
+/// right.
+fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+    let pre = preamble(file)?;
     let rest = file.get(PREAMBLE..)?;
-    let (front, back) = rest.split_at_checked(front_len)?;
-    (checksum(front) == front_sum && checksum(back) == back_sum).then_some((front, back))
+    let (front, rest) = rest.split_at_checked(pre.front_len)?;
+    let (side, back) = rest.split_at_checked(usize::try_from(pre.side_len).ok()?)?;
+    (front_ok(front, pre.front_sum) && checksum(side) == pre.side_sum)
+        .then_some((front, side, back))
 }
 
-/// Only the checked front section of the index file `path` (its skeleton is neither read
-/// nor checked).
-fn read_front(path: &Path) -> Option<Vec<u8>> {
+/// The open index file `path`, its preamble and its checked front section (nothing else is
+/// read or checked).
+fn read_front(path: &Path) -> Option<(File, Pre, Vec<u8>)> {
     let file = File::open(path).ok()?;
     let mut pre = [0u8; PREAMBLE];
     file.read_exact_at(&mut pre, 0).ok()?;
-    let (front_len, front_sum, _) = preamble(&pre)?;
-    if front_len as u64 > file.metadata().ok()?.len() {
+    let pre = preamble(&pre)?;
+    if pre.front_len as u64 > file.metadata().ok()?.len() {
         return None;
     }
-    let mut front = vec![0u8; front_len];
+    let mut front = vec![0u8; pre.front_len];
     file.read_exact_at(&mut front, PREAMBLE as u64).ok()?;
-    (checksum(&front) == front_sum).then_some(front)
+    front_ok(&front, pre.front_sum).then_some((file, pre, front))
 }
 
 fn decode_head(r: &mut In<'_>) -> Option<Head> {
@@ -745,6 +945,7 @@ fn decode_head(r: &mut In<'_>) -> Option<Head> {
             _ => return None,
         },
     };
+    let back_len = r.u()?;
     Some(Head {
         identity,
         indexed_len,
@@ -753,19 +954,50 @@ fn decode_head(r: &mut In<'_>) -> Option<Head> {
         lines,
         skipped,
         header,
+        back_len,
     })
 }
 
 /// Decode an index file; `None` for anything but a whole index of this format.
 fn decode(file: &[u8]) -> Option<Stored> {
-    let (front, body) = checked_sections(file)?;
+    let (front, _side, mut back) = checked_sections(file)?;
     let mut r = In { buf: front, at: 0 };
     let head = decode_head(&mut r)?;
     let has_extra = !r.bytes()?.is_empty();
-    if r.at != front.len() {
+    if r.at != front.len() || back.len() as u64 != head.back_len {
         return None;
     }
     let (indexed_len, lines) = (head.indexed_len, head.lines);
+    if lines > indexed_len {
+        return None;
+    }
+    let mut entries: Vec<Entry> = Vec::new();
+    while !back.is_empty() {
+        let len = usize::try_from(u64::from_le_bytes(back.get(..8)?.try_into().ok()?)).ok()?;
+        let sum = u64::from_le_bytes(back.get(8..16)?.try_into().ok()?);
+        let body = back.get(16..16usize.checked_add(len)?)?;
+        if checksum(body) != sum {
+            return None;
+        }
+        decode_chunk(body, indexed_len, lines, &mut entries)?;
+        back = &back[16 + len..];
+    }
+    Some(Stored {
+        decoded: Decoded {
+            header: Some(head.header.clone()),
+            entries,
+            flags: Vec::new(),
+            skipped: head.skipped,
+            lines,
+        },
+        head,
+        indexed_len,
+        has_extra,
+    })
+}
+
+/// Decode one skeleton chunk's body onto `entries`; `None` unless it decodes exactly.
+fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Entry>) -> Option<()> {
     let mut r = In { buf: body, at: 0 };
     let count = usize::try_from(r.u()?).ok()?;
     // Every string takes at least one byte, every entry at least six.
@@ -786,7 +1018,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
     if entries_count > body.len() / 6 {
         return None;
     }
-    let mut entries: Vec<Entry> = Vec::with_capacity(entries_count);
+    entries.reserve(entries_count);
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_ts = String::new();
@@ -881,21 +1113,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
             kind,
         });
     }
-    if r.at != body.len() || lines > indexed_len {
-        return None;
-    }
-    Some(Stored {
-        decoded: Decoded {
-            header: Some(head.header.clone()),
-            entries,
-            flags: Vec::new(),
-            skipped: head.skipped,
-            lines,
-        },
-        head,
-        indexed_len,
-        has_extra,
-    })
+    (r.at == body.len()).then_some(())
 }
 
 // --------------------------------------------------------------------------- housekeeping

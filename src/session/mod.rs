@@ -236,7 +236,7 @@ impl Session {
     ) -> Result<(Session, Vec<u64>, IndexUse), SessionError> {
         let (session, flags, use_, pending) = Self::open_deferred(path, line_test, mode)?;
         let use_ = match pending {
-            Some(pending) => pending.write(None, use_),
+            Some(pending) => pending.write(None, None, use_),
             None => use_,
         };
         Ok((session, flags, use_))
@@ -411,6 +411,43 @@ impl Session {
     }
 }
 
+/// A session opened through the front of its index ([`SessionFile::open_reused`]).
+pub struct Reopened {
+    pub file: SessionFile,
+    /// The extra data stored in the index.
+    pub extra: index::Extra,
+    /// The complete lines appended since the index was written; `None` when it covers
+    /// every complete line.
+    pub appended: Option<Appended>,
+}
+
+/// The complete lines appended to a session since its index was written, decoded, and what
+/// extending the index by them needs.
+pub struct Appended {
+    decoded: Decoded,
+    complete: u64,
+    grow: index::Grow,
+}
+
+impl Appended {
+    /// The new entries, in file order (decoded as v3 entries: no in-memory migration).
+    pub fn entries(&self) -> &[Entry] {
+        &self.decoded.entries
+    }
+
+    /// The side data stored with the index's extra data (checked), if any.
+    pub fn side(&self) -> Option<Vec<u8>> {
+        self.grow.side()
+    }
+
+    /// Atomically write the index extended by these lines, with new `extra` and `side`
+    /// data (see [`index::Grow::write`]); `false` when no index could be kept.
+    pub fn write(&self, file: &SessionFile, extra: &[u8], side: &[u8]) -> bool {
+        self.grow
+            .write(&file.file, self.complete, &self.decoded, extra, side)
+    }
+}
+
 /// An open session file without its skeleton: what reading single lines by their byte range
 /// needs (the header's version for the in-memory migrations), and the malformed-line count.
 #[derive(Debug)]
@@ -422,17 +459,18 @@ pub struct SessionFile {
 }
 
 impl SessionFile {
-    /// Open a session through a valid index that covers every complete line and carries
-    /// `extra` data (see [`index::Pending::write`]), without decoding the index's skeleton;
-    /// the bytes after the last `\n` are decoded live. `None` (never an error about the
-    /// index) when that is not possible: no valid index, lines appended since, no extra data,
-    /// or a tail that holds an entry — the caller then reads through
-    /// [`Session::open_deferred`].
+    /// Open a session through a valid index that carries `extra` data (see
+    /// [`index::Pending::write`]), without decoding the index's skeleton: only the complete
+    /// lines appended since the index was written are decoded (handed back, with what
+    /// extending the index needs, as [`Reopened::appended`]), and the bytes after the last
+    /// `\n` are decoded live. `None` (never an error about the index) when that is not
+    /// possible: no valid index, no extra data, or a tail that holds an entry — the caller
+    /// then reads through [`Session::open_deferred`].
     pub fn open_reused(
         path: &Path,
         cache: &Path,
         now: std::time::SystemTime,
-    ) -> Result<Option<(SessionFile, index::Extra)>, SessionError> {
+    ) -> Result<Option<Reopened>, SessionError> {
         let io_error = |source: std::io::Error| io_error_of(path, source);
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
@@ -440,11 +478,35 @@ impl SessionFile {
         let Some(peeked) = index::peek(path, &file, &meta, cache, now)? else {
             return Ok(None);
         };
-        let so_far = Decoded {
+        let mut so_far = Decoded {
             header: Some(peeked.header),
             lines: peeked.lines,
+            skipped: peeked.skipped,
             ..Decoded::default()
         };
+        let mut appended = None;
+        if peeked.indexed < peeked.complete {
+            let decoded = decode_range(
+                path,
+                &file,
+                size,
+                peeked.indexed,
+                peeked.complete,
+                &|_| 0,
+                so_far,
+            )?;
+            so_far = Decoded {
+                header: decoded.header.clone(),
+                lines: decoded.lines,
+                skipped: decoded.skipped,
+                ..Decoded::default()
+            };
+            appended = Some(Appended {
+                decoded,
+                complete: peeked.complete,
+                grow: peeked.grow,
+            });
+        }
         let tail = decode_range(path, &file, size, peeked.complete, size, &|_| 0, so_far)?;
         if !tail.entries.is_empty() {
             return Ok(None);
@@ -452,15 +514,16 @@ impl SessionFile {
         let Some(header) = tail.header else {
             return Ok(None);
         };
-        Ok(Some((
-            SessionFile {
+        Ok(Some(Reopened {
+            file: SessionFile {
                 path: path.to_path_buf(),
                 file,
                 header,
-                skipped_lines: peeked.skipped + tail.skipped,
+                skipped_lines: tail.skipped,
             },
-            peeked.extra,
-        )))
+            extra: peeked.extra,
+            appended,
+        }))
     }
 
     /// The raw bytes of the line at `[offset, offset + len)`.
@@ -560,8 +623,10 @@ pub fn has_foreign_escape(line: &[u8]) -> bool {
 /// A test of one entry line's raw bytes, run while the file streams (search's prefilter).
 pub type LineTest<'a> = dyn Fn(&[u8]) -> u64 + Sync + 'a;
 
-/// The hash of an entry id in [`Session::by_id`].
-fn id_hash(id: &str) -> u64 {
+/// The hash of an entry id in [`Session::by_id`], also stored by history's index side data
+/// (FxHash has no random seed: the same in every process; the index checksums use it too, so
+/// a change of it invalidates every index).
+pub fn id_hash(id: &str) -> u64 {
     FxBuildHasher.hash_one(id)
 }
 
