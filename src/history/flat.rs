@@ -106,26 +106,37 @@ fn assemble(parts: &Parts<'_>) -> Option<(Vec<u8>, usize)> {
     put(&mut out, usize32(len(&parts.events) / EVENT_BYTES)?);
     let events_at = out.len();
     parts.events.iter().for_each(|p| out.extend_from_slice(p));
-    put(&mut out, usize32(parts.windows.len())?);
-    for window in parts.windows {
-        put_str(&mut out, &window.window_id)?;
+    put_tail(&mut out, parts.windows, parts.paired, parts.tool_names)?;
+    Some((out, events_at))
+}
+
+/// What follows the event records: windows, paired results (in pieces), tool names.
+fn put_tail(
+    out: &mut Vec<u8>,
+    windows: &[Window],
+    paired: [&[u8]; 2],
+    tool_names: &[String],
+) -> Option<()> {
+    put(out, usize32(windows.len())?);
+    for window in windows {
+        put_str(out, &window.window_id)?;
         match &window.created_at {
             None => out.push(0),
             Some(created) => {
                 out.push(1);
-                put_str(&mut out, created)?;
+                put_str(out, created)?;
             }
         }
-        put(&mut out, usize32(window.events.start)?);
-        put(&mut out, usize32(window.events.end)?);
+        put(out, usize32(window.events.start)?);
+        put(out, usize32(window.events.end)?);
     }
-    put(&mut out, usize32(len(&parts.paired) / 8)?);
-    parts.paired.iter().for_each(|p| out.extend_from_slice(p));
-    put(&mut out, usize32(parts.tool_names.len())?);
-    for name in parts.tool_names {
-        put_str(&mut out, name)?;
+    put(out, usize32((paired[0].len() + paired[1].len()) / 8)?);
+    paired.iter().for_each(|p| out.extend_from_slice(p));
+    put(out, usize32(tool_names.len())?);
+    for name in tool_names {
+        put_str(out, name)?;
     }
-    Some((out, events_at))
+    Some(())
 }
 
 /// Encode `projection`; `None` when a value does not fit the format's widths.
@@ -271,9 +282,6 @@ struct Sections<'a> {
 }
 
 impl Sections<'_> {
-    fn lines(&self) -> &[u8] {
-        &self.bytes[self.lines_at..self.lines_at + self.n_lines * LINE_BYTES]
-    }
     fn events(&self) -> &[u8] {
         &self.bytes[self.events_at..self.events_at + self.n_events * EVENT_BYTES]
     }
@@ -612,7 +620,8 @@ fn merge_sorted<T: Ord + Clone>(set: &[T], mut add: Vec<T>) -> Vec<T> {
 /// the first open call of its id (its event record is patched in place) or is an event of
 /// its own.
 pub fn extend(
-    old: &[u8],
+    mut buf: Vec<u8>,
+    at: usize,
     side: &[u8],
     header: &Header,
     entries: &[Entry],
@@ -620,7 +629,7 @@ pub fn extend(
     if header.version < 3 {
         return None;
     }
-    let mut sections = sections(old)?;
+    let mut sections = sections(buf.get(at..)?)?;
     let side = decode_side(side)?;
     if side.highest_seq != sections.highest_seq
         || side.events != sections.n_events
@@ -636,6 +645,7 @@ pub fn extend(
     // New event records; the stored ones are copied once, into the new encoding, and calls
     // among them that get their result are patched there.
     let n_old = sections.n_events;
+    let old_events = sections.events();
     let mut events = Vec::with_capacity(entries.len() * 64);
     let mut patches: Vec<(usize, u32)> = Vec::new();
     let mut paired = Vec::with_capacity(entries.len() * 8);
@@ -731,7 +741,7 @@ pub fn extend(
                                 let call = call as usize;
                                 let call_seq = if call < n_old {
                                     patches.push((call, line));
-                                    le32(sections.events(), call * EVENT_BYTES)
+                                    le32(old_events, call * EVENT_BYTES)
                                 } else {
                                     let at = (call - n_old) * EVENT_BYTES;
                                     let record = events.get_mut(at..at + EVENT_BYTES)?;
@@ -806,17 +816,33 @@ pub fn extend(
         windows.last_mut()?.events.end = count;
     }
     let event_count = n_old + events.len() / EVENT_BYTES;
-    let (mut blob, events_at) = assemble(&Parts {
-        highest_seq,
-        lines: [sections.lines(), &lines],
-        events: [sections.events(), &events],
-        windows: &windows,
-        paired: [sections.paired(), &paired],
-        tool_names: &tool_names,
-    })?;
+    // The encoding is extended in its own buffer (new pages only for what grows): the
+    // stored events move up to make room for the new lines, the new events follow them,
+    // then windows, paired results and tool names are written anew.
+    let mut tail = Vec::with_capacity(sections.paired().len() + paired.len() + 4096);
+    put_tail(
+        &mut tail,
+        &windows,
+        [sections.paired(), &paired],
+        &tool_names,
+    )?;
+    let lines_end = at + sections.lines_at + sections.n_lines * LINE_BYTES;
+    let events_end = at + sections.events_at + n_old * EVENT_BYTES;
+    let grow = lines.len();
+    buf.truncate(events_end);
+    buf.reserve(grow + events.len() + tail.len());
+    buf.resize(events_end + grow, 0);
+    buf.copy_within(lines_end..events_end, lines_end + grow);
+    buf[lines_end..lines_end + grow].copy_from_slice(&lines);
+    buf[at + 4..at + 12].copy_from_slice(&highest_seq.to_le_bytes());
+    buf[at + 12..at + 16].copy_from_slice(&usize32(line_count)?.to_le_bytes());
+    let events_at = lines_end + grow + 4;
+    buf[events_at - 4..events_at].copy_from_slice(&usize32(event_count)?.to_le_bytes());
+    buf.extend_from_slice(&events);
+    buf.extend_from_slice(&tail);
     for (event, line) in patches {
         let at = events_at + event * EVENT_BYTES + 12;
-        blob.get_mut(at..at + 4)?
+        buf.get_mut(at..at + 4)?
             .copy_from_slice(&line.to_le_bytes());
     }
     let mut open: Vec<(u32, String)> = open.into_iter().map(|(id, e)| (e, id)).collect();
@@ -830,5 +856,5 @@ pub fn extend(
         results: merge_sorted(&side.results, new_results),
         open,
     })?;
-    Some((blob, side))
+    Some((buf, side))
 }

@@ -271,17 +271,17 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
             let Some(side) = appended.side() else {
                 return Ok(None);
             };
-            let Some((blob, side)) =
-                flat::extend(extra.bytes(), &side, &file.header, appended.entries())
+            let (buf, at) = extra.into_parts();
+            let Some((buf, side)) = flat::extend(buf, at, &side, &file.header, appended.entries())
             else {
                 return Ok(None);
             };
-            let index = if appended.write(&file, &blob, &side) {
+            let index = if appended.write(&file, &buf[at..], &side) {
                 IndexUse::Extended
             } else {
                 IndexUse::Unavailable
             };
-            (blob, 0, index)
+            (buf, at, index)
         }
     };
     Ok(

@@ -191,11 +191,6 @@ impl Extra {
     pub fn into_parts(self) -> (Vec<u8>, usize) {
         (self.buf, self.at)
     }
-
-    /// The extra data.
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf[self.at..]
-    }
 }
 
 /// What extending a peeked index in place needs: its open file (so the unchanged skeleton
