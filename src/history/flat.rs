@@ -414,7 +414,7 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
 // ------------------------------------------------------------------ extension in place
 
 /// Tag of the side data.
-const SIDE_TAG: &[u8; 4] = b"PS\x01\x00";
+const SIDE_TAG: &[u8; 4] = b"PS\x02\x00";
 
 /// What extending a stored projection by appended entries needs besides it (stored as the
 /// index's side data, read only when lines were appended):
@@ -422,61 +422,109 @@ const SIDE_TAG: &[u8; 4] = b"PS\x01\x00";
 /// - the default leaf's id: an appended entry continues the branch when its parent is it;
 /// - the hashes of the branch's entry ids (sorted): an appended id equal to one of them
 ///   would change what the parent walk finds, so it is not extended in place;
-/// - the `toolCallId`s of the branch's tool results (sorted by hash, then id): a call whose
-///   id already has a result stays unpaired;
+/// - the `toolCallId`s of the branch's tool results (hashes sorted, each with the offset of
+///   its id in a pool): a call whose id already has a result stays unpaired;
 /// - the open calls: for every call id with no result on the branch, its first call event,
 ///   which the first result with that id will be paired with.
 ///
-/// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, then counted
-/// arrays of the branch id hashes (u64 each), of the result ids (hash u64, id) and of the
-/// open calls (event index u32, id).
-struct Side {
+/// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
+/// id hashes (count, u64 each), the result ids (count, u64 hashes, u32 pool offsets, pool
+/// length and bytes: each id a u32 length and its bytes), the open calls (count, event
+/// index u32 and id each). The arrays are searched where they lie (no per-id decode), and
+/// an extension copies them in runs around the few new values.
+struct Side<'a> {
     highest_seq: u64,
     events: usize,
     lines: usize,
     leaf: String,
-    branch: Vec<u64>,
-    results: Vec<(u64, String)>,
+    branch: &'a [u8],
+    result_hashes: &'a [u8],
+    result_offsets: &'a [u8],
+    pool: &'a [u8],
     open: Vec<(u32, String)>,
 }
 
-/// Whether `id` is one of `results` (sorted by hash, then id).
-fn has_id(results: &[(u64, String)], id: &str) -> bool {
-    let hash = id_hash(id);
-    let start = results.partition_point(|(h, _)| *h < hash);
-    results[start..]
-        .iter()
-        .take_while(|(h, _)| *h == hash)
-        .any(|(_, s)| s == id)
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    le64(b, i * 8)
 }
 
-fn encode_side(side: &Side) -> Option<Vec<u8>> {
+/// The first index of sorted u64 records `b` whose value is not below `v`.
+fn lower_bound(b: &[u8], v: u64) -> usize {
+    let (mut lo, mut hi) = (0, b.len() / 8);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if u64_at(b, mid) < v {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+impl Side<'_> {
+    fn on_branch(&self, hash: u64) -> bool {
+        let i = lower_bound(self.branch, hash);
+        i < self.branch.len() / 8 && u64_at(self.branch, i) == hash
+    }
+
+    /// Whether a result with `id` is on the branch; `None` when the pool is damaged.
+    fn has_result(&self, id: &str) -> Option<bool> {
+        let hash = id_hash(id);
+        let n = self.result_hashes.len() / 8;
+        let mut i = lower_bound(self.result_hashes, hash);
+        while i < n && u64_at(self.result_hashes, i) == hash {
+            let at = le32(self.result_offsets, i * 4) as usize;
+            let len = le32(self.pool.get(at..at + 4)?, 0) as usize;
+            if self.pool.get(at + 4..at + 4 + len)? == id.as_bytes() {
+                return Some(true);
+            }
+            i += 1;
+        }
+        Some(false)
+    }
+}
+
+/// Encode side data from its parts (`results`: (hash, pool offset), sorted).
+fn encode_side(
+    head: (u64, usize, usize, &str),
+    branch: [&[u8]; 1],
+    results: (&[u8], &[u8]),
+    pool: [&[u8]; 2],
+    open: &[(u32, String)],
+) -> Option<Vec<u8>> {
+    let (highest_seq, events, lines, leaf) = head;
+    let pool_len = pool[0].len() + pool[1].len();
     let mut out = Vec::with_capacity(
-        64 + side.leaf.len() + 8 * side.branch.len() + 48 * (side.results.len() + side.open.len()),
+        64 + leaf.len()
+            + branch[0].len()
+            + results.0.len()
+            + results.1.len()
+            + pool_len
+            + 32 * open.len(),
     );
     out.extend_from_slice(SIDE_TAG);
-    out.extend_from_slice(&side.highest_seq.to_le_bytes());
-    put(&mut out, usize32(side.events)?);
-    put(&mut out, usize32(side.lines)?);
-    put_str(&mut out, &side.leaf)?;
-    put(&mut out, usize32(side.branch.len())?);
-    for h in &side.branch {
-        out.extend_from_slice(&h.to_le_bytes());
-    }
-    put(&mut out, usize32(side.results.len())?);
-    for (h, id) in &side.results {
-        out.extend_from_slice(&h.to_le_bytes());
-        put_str(&mut out, id)?;
-    }
-    put(&mut out, usize32(side.open.len())?);
-    for (event, id) in &side.open {
+    out.extend_from_slice(&highest_seq.to_le_bytes());
+    put(&mut out, usize32(events)?);
+    put(&mut out, usize32(lines)?);
+    put_str(&mut out, leaf)?;
+    put(&mut out, usize32(branch[0].len() / 8)?);
+    out.extend_from_slice(branch[0]);
+    put(&mut out, usize32(results.0.len() / 8)?);
+    out.extend_from_slice(results.0);
+    out.extend_from_slice(results.1);
+    put(&mut out, usize32(pool_len)?);
+    out.extend_from_slice(pool[0]);
+    out.extend_from_slice(pool[1]);
+    put(&mut out, usize32(open.len())?);
+    for (event, id) in open {
         put(&mut out, *event);
         put_str(&mut out, id)?;
     }
     Some(out)
 }
 
-fn decode_side(bytes: &[u8]) -> Option<Side> {
+fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     let mut r = Reader { buf: bytes, at: 0 };
     if r.take(SIDE_TAG.len())? != SIDE_TAG {
         return None;
@@ -485,32 +533,22 @@ fn decode_side(bytes: &[u8]) -> Option<Side> {
     let events = r.u32()? as usize;
     let lines = r.u32()? as usize;
     let leaf = r.string()?;
-    // Both are looked up by binary search.
     let n = r.count(8)?;
-    let mut branch = Vec::with_capacity(n);
-    for _ in 0..n {
-        branch.push(r.u64()?);
-    }
-    let n = r.count(12)?;
-    let mut results = Vec::with_capacity(n);
-    for _ in 0..n {
-        let hash = r.u64()?;
-        let id = r.string()?;
-        if hash != id_hash(&id) {
-            return None;
-        }
-        results.push((hash, id));
-    }
-    if !branch.is_sorted() || !results.is_sorted() {
-        return None;
-    }
-    let n = r.count(8)?;
-    let mut open = Vec::with_capacity(n);
-    for _ in 0..n {
+    let branch = r.take(n * 8)?;
+    let m = r.count(12)?;
+    let result_hashes = r.take(m * 8)?;
+    let result_offsets = r.take(m * 4)?;
+    let pool_len = r.u32()? as usize;
+    let pool = r.take(pool_len)?;
+    let k = r.count(8)?;
+    let mut open = Vec::with_capacity(k);
+    for _ in 0..k {
         let event = r.u32()?;
         open.push((event, r.string()?));
     }
-    if r.at != bytes.len() {
+    // Both hash arrays are searched by bisection.
+    let sorted = |b: &[u8]| (1..b.len() / 8).all(|i| u64_at(b, i - 1) <= u64_at(b, i));
+    if r.at != bytes.len() || !sorted(branch) || !sorted(result_hashes) {
         return None;
     }
     Some(Side {
@@ -519,7 +557,9 @@ fn decode_side(bytes: &[u8]) -> Option<Side> {
         lines,
         leaf,
         branch,
-        results,
+        result_hashes,
+        result_offsets,
+        pool,
         open,
     })
 }
@@ -541,7 +581,7 @@ pub fn side_of(
     if leaf + 1 != session.entries.len() {
         return None;
     }
-    let leaf = session.entries[leaf].id.clone()?;
+    let leaf = session.entries[leaf].id.as_deref()?;
     let mut branch_ids: Vec<u64> = branch
         .iter()
         .filter_map(|&i| session.entries[i].id.as_deref().map(id_hash))
@@ -557,11 +597,16 @@ pub fn side_of(
             result_ids.insert(id);
         }
     }
-    let mut results: Vec<(u64, String)> = result_ids
-        .iter()
-        .map(|id| (id_hash(id), id.to_string()))
-        .collect();
+    let mut results: Vec<(u64, &str)> = result_ids.iter().map(|id| (id_hash(id), *id)).collect();
     results.sort_unstable();
+    let mut hashes = Vec::with_capacity(results.len() * 8);
+    let mut offsets = Vec::with_capacity(results.len() * 4);
+    let mut pool = Vec::new();
+    for (hash, id) in &results {
+        hashes.extend_from_slice(&hash.to_le_bytes());
+        put(&mut offsets, usize32(pool.len())?);
+        put_str(&mut pool, id)?;
+    }
     let mut open = Vec::new();
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     for (index, event) in projection.events().enumerate() {
@@ -579,35 +624,49 @@ pub fn side_of(
             open.push((usize32(index)?, id.to_string()));
         }
     }
-    encode_side(&Side {
-        highest_seq: projection.highest_seq,
-        events: projection.event_count(),
-        lines: projection.line_count(),
-        leaf,
-        branch: branch_ids,
-        results,
-        open,
-    })
+    let branch_bytes: Vec<u8> = branch_ids.iter().flat_map(|h| h.to_le_bytes()).collect();
+    encode_side(
+        (
+            projection.highest_seq,
+            projection.event_count(),
+            projection.line_count(),
+            leaf,
+        ),
+        [&branch_bytes],
+        (&hashes, &offsets),
+        [&pool, &[]],
+        &open,
+    )
 }
 
-/// Merge sorted `set` and `add`, without duplicates.
-fn merge_sorted<T: Ord + Clone>(set: &[T], mut add: Vec<T>) -> Vec<T> {
-    add.sort_unstable();
-    let mut out = Vec::with_capacity(set.len() + add.len());
-    let (mut i, mut j) = (0, 0);
-    while i < set.len() && j < add.len() {
-        if set[i] <= add[j] {
-            out.push(set[i].clone());
-            i += 1;
-        } else {
-            out.push(add[j].clone());
-            j += 1;
-        }
+/// Records of `width` bytes parallel to a sorted u64 array, and the records of the values
+/// being inserted.
+type Parallel<'a> = (&'a [u8], usize, &'a [Vec<u8>]);
+
+/// Sorted u64 records `old` with the sorted values `add` inserted (copied in runs), and the
+/// `parallel` records merged the same way.
+fn merge_in(old: &[u8], add: &[u64], parallel: Option<Parallel<'_>>) -> (Vec<u8>, Vec<u8>) {
+    let mut out = Vec::with_capacity(old.len() + add.len() * 8);
+    let mut out_parallel = Vec::new();
+    if let Some((p, _, extra)) = parallel {
+        out_parallel.reserve(p.len() + extra.iter().map(Vec::len).sum::<usize>());
     }
-    out.extend_from_slice(&set[i..]);
-    out.extend_from_slice(&add[j..]);
-    out.dedup();
-    out
+    let mut from = 0;
+    for (j, &v) in add.iter().enumerate() {
+        let at = from + lower_bound(&old[from * 8..], v);
+        out.extend_from_slice(&old[from * 8..at * 8]);
+        out.extend_from_slice(&v.to_le_bytes());
+        if let Some((p, width, extra)) = parallel {
+            out_parallel.extend_from_slice(&p[from * width..at * width]);
+            out_parallel.extend_from_slice(&extra[j]);
+        }
+        from = at;
+    }
+    out.extend_from_slice(&old[from * 8..]);
+    if let Some((p, width, _)) = parallel {
+        out_parallel.extend_from_slice(&p[from * width..]);
+    }
+    (out, out_parallel)
 }
 
 /// Extend the stored projection `old` (with its `side` data) of a session with header
@@ -672,7 +731,7 @@ pub fn extend(
     let mut new_ids: FxHashSet<u64> = FxHashSet::default();
     let mut new_results: Vec<(u64, String)> = Vec::new();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
-    let mut leaf = side.leaf;
+    let mut leaf = side.leaf.clone();
     let mut line_count = n_lines;
     for entry in entries {
         // Only a chain that continues the default branch is extended in place.
@@ -681,7 +740,7 @@ pub fn extend(
             return None;
         }
         let hash = id_hash(id);
-        if side.branch.binary_search(&hash).is_ok() || !new_ids.insert(hash) {
+        if side.on_branch(hash) || !new_ids.insert(hash) {
             return None;
         }
         leaf = id.to_string();
@@ -788,7 +847,7 @@ pub fn extend(
                         let index = usize32(n_old + events.len() / EVENT_BYTES)?;
                         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
                             // A call whose id already has a result stays unpaired.
-                            if !has_id(&side.results, id) && !new_result_ids.contains(id) {
+                            if !side.has_result(id)? && !new_result_ids.contains(id) {
                                 open.entry(id.to_string()).or_insert(index);
                             }
                         }
@@ -847,14 +906,32 @@ pub fn extend(
     }
     let mut open: Vec<(u32, String)> = open.into_iter().map(|(id, e)| (e, id)).collect();
     open.sort_unstable();
-    let side = encode_side(&Side {
-        highest_seq,
-        events: event_count,
-        lines: line_count,
-        leaf,
-        branch: merge_sorted(&side.branch, new_ids.into_iter().collect()),
-        results: merge_sorted(&side.results, new_results),
-        open,
-    })?;
+    let mut add_branch: Vec<u64> = new_ids.into_iter().collect();
+    add_branch.sort_unstable();
+    let (branch, _) = merge_in(side.branch, &add_branch, None);
+    new_results.sort_unstable();
+    let mut new_pool = Vec::new();
+    let mut new_offsets = Vec::with_capacity(new_results.len());
+    for (_, id) in &new_results {
+        new_offsets.push(
+            usize32(side.pool.len() + new_pool.len())?
+                .to_le_bytes()
+                .to_vec(),
+        );
+        put_str(&mut new_pool, id)?;
+    }
+    let hashes: Vec<u64> = new_results.iter().map(|(h, _)| *h).collect();
+    let (result_hashes, result_offsets) = merge_in(
+        side.result_hashes,
+        &hashes,
+        Some((side.result_offsets, 4, &new_offsets)),
+    );
+    let side = encode_side(
+        (highest_seq, event_count, line_count, &leaf),
+        [&branch],
+        (&result_hashes, &result_offsets),
+        [side.pool, &new_pool],
+        &open,
+    )?;
     Some((buf, side))
 }

@@ -186,7 +186,8 @@ pub struct Entry {
     pub id: Option<String>,
     /// Parent id; `None` for a root (or a v1 file's first entry).
     pub parent_id: Option<String>,
-    /// The entry's ISO timestamp, when a string.
+    /// A `custom` entry's ISO timestamp, when a string (`None` for every other entry: only a
+    /// reset marker's is read).
     pub timestamp: Option<String>,
     pub kind: EntryKind,
 }
@@ -1024,6 +1025,12 @@ fn entry_from_raw(
         Some("context_edit") => EntryKind::ContextEdit,
         other => EntryKind::Other(other.map(str::to_string)),
     };
+    // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
+    // it): the others are not kept (memory of a large session; index size).
+    let timestamp = match kind {
+        EntryKind::Custom { .. } => raw.timestamp,
+        _ => None,
+    };
     Entry {
         line_no,
         offset,
@@ -1031,7 +1038,7 @@ fn entry_from_raw(
         escapes: false,
         id: raw.id,
         parent_id: raw.parent_id,
-        timestamp: raw.timestamp,
+        timestamp,
         kind,
     }
 }
