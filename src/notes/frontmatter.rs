@@ -228,16 +228,18 @@ pub fn scalar(text: &str) -> Value {
     Value::String(text.to_owned())
 }
 
-/// False only for text that is certainly not one JSON value: text starting with a digit or `-`
-/// can only be a number, and a number has no characters but digits, signs, `.` and exponents.
-/// Skipping the parser there keeps the commonest values (dates, `2026-01-01T…`) from building a
-/// JSON error each, with its line and column (which also costs the process its CPU probe).
+/// False only for (trimmed) text that is certainly not one JSON value: a value starts with `"`,
+/// `{`, `[`, a digit, `-`, or is `true`, `false` or `null`; text starting with a digit or `-`
+/// can only be a number, which has no characters but digits, signs, `.` and exponents.
+/// Skipping the parser there keeps the commonest values (dates, words) from building a JSON
+/// error each, with its line and column (which also costs the process its CPU probe).
 fn may_be_json(text: &str) -> bool {
     match text.as_bytes().first() {
+        Some(b'"' | b'{' | b'[') => true,
         Some(b'0'..=b'9' | b'-') => text
             .bytes()
             .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)),
-        _ => true,
+        _ => matches!(text, "true" | "false" | "null"),
     }
 }
 
@@ -368,6 +370,11 @@ mod tests {
             "1_000",
             "-Infinity",
             "2026-01-01",
+            "self",
+            "trueish",
+            "nul",
+            "False",
+            "NaN",
         ] {
             assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
             assert_eq!(scalar(text), json!(text), "{text}");
@@ -430,7 +437,7 @@ mod tests {
     proptest::proptest! {
         /// Nothing `may_be_json` turns away would have parsed as JSON.
         #[test]
-        fn skipped_text_is_never_json(text in "[-+0-9.eE:Tt xZ\"\\[\\]{}a-z]{0,12}") {
+        fn skipped_text_is_never_json(text in "(true|false|null|[-+0-9.eE:Tt xZ\"\\[\\]{}a-z']){0,8}") {
             let text = text.trim();
             if !text.is_empty() && !may_be_json(text) {
                 proptest::prop_assert!(serde_json::from_str::<Value>(text).is_err(), "{}", text);
