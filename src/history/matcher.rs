@@ -9,28 +9,43 @@
 //! only the lines that can matter.
 //!
 //! Why it is sound. A document is made of text copied from JSON strings of the entry's lines
-//! (message text, summaries, tool names and output, argument keys and string values) and of
-//! text the generator writes (separators and section headers, `(arguments not recorded)`,
-//! nested-call lines, argument JSON punctuation, numbers re-printed JavaScript-style, `true`,
-//! `null`, `[object Object]`, …). Every boundary between the two, and every character JSON
-//! escapes, is one of the *separator* characters below (whitespace, control characters,
-//! `"` `\` `{` `}` `[` `]` `:` `,` `(` `)`). A query is cut at its separators into *fragments*;
-//! an occurrence of a fragment in a document therefore lies inside one separator-free run,
-//! which is either copied verbatim from a line or generated. A fragment that cannot occur
-//! inside any generated run (it is not number-like and not part of a generated word) must
-//! therefore appear in the raw line, case-insensitively — provided the line writes its strings
-//! the way the document re-writes them, i.e. uses no escape other than JavaScript's own
-//! (`\"` `\\` `\b` `\f` `\n` `\r` `\t` and `\u00XX` for the other control characters): a
-//! line with any other escape (`\/`, `\u00e9`, a surrogate) is always a "maybe". Numbers are
-//! never fragments, so a non-canonical number (`1e21`, `1.0`) in a line cannot hide a match.
-//! A tool call's document spans two lines (call and result), so each line yields the set of
-//! fragments it holds and an event is a candidate when, for some query, the union over its
-//! lines holds every usable fragment of that query.
+//! (message text, summaries, tool names and output, argument keys and string values — inside
+//! the re-serialised arguments the copy is the string's raw JSON form) and of text the
+//! generator writes (separators and section headers, `(arguments not recorded)`, nested-call
+//! lines, argument JSON punctuation, numbers re-printed JavaScript-style, `true`, `null`,
+//! `[object Object]`, …). A line whose strings use an escape JavaScript would not write (`\/`,
+//! `\u00e9`, a surrogate; see [`has_foreign_escape`]) is always a "maybe"; in any other line
+//! a copied piece of text that holds no character JSON escapes (`"`, `\`, U+0000–U+001F) is a
+//! verbatim run of the line's bytes. Three rules, by the kind of document:
+//!
+//! - *Text* documents (user, assistant and context text, summaries) are copied pieces joined
+//!   by `\n`: a match of a query lies in one piece except at its `\n`s, so every part of the
+//!   query between JSON-escaped characters is a verbatim run of the line ([`text_parts`]).
+//! - *Tool* documents: every boundary between copied and generated text, and every character
+//!   JSON escapes, is a *separator* (whitespace, controls, `"` `\` `{` `}` `[` `]` `:` `,` `(`
+//!   `)`), so a *word* of the query (a separator-free run) lies in one separator-free run of
+//!   the document, which is copied unless the word could be generated (number-like, or part
+//!   of a generated word). Words that must be copied, joined by runs of separators JSON does
+//!   not escape, form a *phrase* that lies in one copied piece — provided no generated run
+//!   made only of such separators can sit between two copied characters, and no two copied
+//!   pieces touch. Both hold in a tool document without nested calls (every generated run
+//!   between copied pieces holds a `"`, a `\n`, a letter or a digit). Nested-call lines add
+//!   ` [` (between a record's name and status) and commas (JavaScript's array display): so
+//!   there a phrase may not join across a separator run holding `,` or ` [`, and the nested
+//!   lines' own words (`error`, `complete`, …) are generated too ([`phrases`]).
+//! - Whether a tool document has nested calls is read from the bytes: its result line then
+//!   holds `nestedCalls` (the key; written with an escape it makes the line a "maybe"). The
+//!   probe is only scanned when some query's nested rule differs from its plain one.
+//!
+//! Numbers are never words, so a non-canonical number (`1e21`, `1.0`) in a line cannot hide a
+//! match. A tool call's document spans two lines (call and result), so each line yields the
+//! set of literals it holds and an event is a candidate when, for some query, the union over
+//! its lines holds every literal that query's rule requires for the event's kind.
 
 use regex::{Regex, RegexBuilder, bytes};
 
-/// Characters that end a fragment: whitespace, controls and the characters that JSON escapes
-/// or that the document generator writes around copied text.
+/// Characters that end a word: whitespace, controls and the characters that JSON escapes or
+/// that the document generator writes around copied text.
 fn is_separator(c: char) -> bool {
     c.is_whitespace()
         || c.is_control()
@@ -40,13 +55,27 @@ fn is_separator(c: char) -> bool {
         )
 }
 
-/// Words the document generator writes itself (between separators); a fragment inside one of
-/// them (case-insensitively) could match generated text.
-const GENERATED_WORDS: &[&str] = &[
+/// Characters JSON writes escaped inside a string (so never verbatim in a line).
+fn is_json_escaped(c: char) -> bool {
+    matches!(c, '"' | '\\') || u32::from(c) < 0x20
+}
+
+/// Words the document generator writes in any tool document (between separators); a word
+/// inside one of them (case-insensitively) could match generated text.
+const PLAIN_GENERATED_WORDS: &[&str] = &[
     "arguments",
     "not",
     "recorded",
     "output",
+    "unknown",
+    "bash",
+    "null",
+    "true",
+    "false",
+];
+
+/// Words the generator writes only in nested-call lines and their header.
+const NESTED_GENERATED_WORDS: &[&str] = &[
     "nested",
     "calls",
     "complete",
@@ -54,17 +83,14 @@ const GENERATED_WORDS: &[&str] = &[
     "error",
     "omitted",
     "bytes",
-    "bash",
-    "unknown",
     "undefined",
-    "null",
-    "true",
-    "false",
     "object",
 ];
 
-/// The most fragments tracked per line (one bit each).
-const MAX_FRAGMENTS: usize = 64;
+/// The most literals tracked per line (one bit each); the top bit is the nested-call probe.
+const MAX_LITERALS: usize = 63;
+/// The bit of the `nestedCalls` probe in a line mask.
+const NESTED_BIT: u64 = 1 << 63;
 
 /// A compiled query.
 #[derive(Debug)]
@@ -73,13 +99,31 @@ pub struct Matcher {
     prefilter: Option<Prefilter>,
 }
 
-/// The raw-line test of a query set: one case-insensitive literal per usable fragment.
+/// Which rule of the prefilter an event's document follows (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    /// User, assistant and context text, summaries: copied pieces joined by `\n`.
+    Text,
+    /// Tool calls, results and bash runs.
+    Tool,
+}
+
+/// The literal bits one query requires, per rule (0: no literal, every such event may match).
+#[derive(Debug, Clone, Copy)]
+struct Need {
+    text: u64,
+    plain: u64,
+    nested: u64,
+}
+
+/// The raw-line test of a query set: case-insensitive literals, each a bit of a line mask.
 #[derive(Debug)]
 pub struct Prefilter {
-    fragments: Vec<(String, bytes::Regex)>,
-    /// Per query: the fragment bits it requires.
-    queries: Vec<u64>,
-    /// Every fragment bit.
+    literals: Vec<(String, bytes::Regex)>,
+    /// The `nestedCalls` probe, when some query's nested rule differs from its plain one.
+    nested: Option<bytes::Regex>,
+    queries: Vec<Need>,
+    /// Every literal bit.
     all: u64,
 }
 
@@ -97,7 +141,7 @@ impl Matcher {
             .size_limit(64 << 20)
             .build()
             .map_err(|e| e.to_string())?;
-        let prefilter = Prefilter::new(queries)?;
+        let prefilter = Prefilter::new(queries);
         Ok(Matcher {
             document,
             prefilter,
@@ -109,7 +153,7 @@ impl Matcher {
         self.document.find(document).map(|m| m.start())
     }
 
-    /// The raw-line prefilter, when every query has at least one usable fragment.
+    /// The raw-line prefilter, when some query requires a literal of some rule.
     pub fn prefilter(&self) -> Option<&Prefilter> {
         self.prefilter.as_ref()
     }
@@ -142,25 +186,98 @@ fn number_like(piece: &str) -> bool {
         .all(|c| matches!(c, '-' | '+' | '.' | 'e' | '0'..='9'))
 }
 
-/// The usable fragments of one query, longest first.
-pub fn fragments(query: &str) -> Vec<String> {
+/// Whether `word` may be copied text only (not number-like, not inside a generated word of
+/// `generated`, case-insensitively).
+fn must_be_copied(word: &str, generated: &[&[&str]]) -> bool {
+    if number_like(word) {
+        return false;
+    }
+    // A word too large to compile is simply not required (still sound).
+    let Ok(inside) = RegexBuilder::new(&regex::escape(word))
+        .case_insensitive(true)
+        .build()
+    else {
+        return false;
+    };
+    !generated
+        .iter()
+        .flat_map(|g| g.iter())
+        .any(|w| inside.is_match(w))
+}
+
+/// The text rule's literals of one query: its parts between JSON-escaped characters.
+pub fn text_parts(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for piece in query.split(is_separator).filter(|p| !p.is_empty()) {
-        if number_like(piece) {
-            continue;
+    for part in query.split(is_json_escaped).filter(|p| !p.is_empty()) {
+        if !out.iter().any(|f| f == part) {
+            out.push(part.to_string());
         }
-        // A piece too large to compile is simply not required (still sound).
-        let Ok(inside) = RegexBuilder::new(&regex::escape(piece))
-            .case_insensitive(true)
-            .build()
-        else {
-            continue;
-        };
-        if GENERATED_WORDS.iter().any(|w| inside.is_match(w)) {
-            continue;
+    }
+    out
+}
+
+/// The tool rule's literals of one query: runs of words that must be copied, joined by
+/// separator runs a phrase may cross (`nested`: no `,`, no ` [`). A word that could be
+/// generated ends a phrase; separators before the first and after the last word are not part
+/// of it.
+pub fn phrases(query: &str, nested: bool) -> Vec<String> {
+    let generated: &[&[&str]] = if nested {
+        &[PLAIN_GENERATED_WORDS, NESTED_GENERATED_WORDS]
+    } else {
+        &[PLAIN_GENERATED_WORDS]
+    };
+    let joinable = |run: &str| !nested || !(run.contains(',') || run.contains(" ["));
+    let mut out: Vec<String> = Vec::new();
+    let push = |out: &mut Vec<String>, phrase: &str| {
+        if !phrase.is_empty() && !out.iter().any(|f| f == phrase) {
+            out.push(phrase.to_string());
         }
-        if !out.iter().any(|f| f == piece) {
-            out.push(piece.to_string());
+    };
+    for segment in query.split(is_json_escaped) {
+        // Runs of separators and of word characters, in order.
+        let mut runs: Vec<(bool, &str)> = Vec::new();
+        let mut start = 0;
+        let mut kind = None;
+        for (i, c) in segment.char_indices() {
+            let word = !is_separator(c);
+            if kind.is_some_and(|k| k != word) {
+                runs.push((kind.unwrap_or(false), &segment[start..i]));
+                start = i;
+            }
+            kind = Some(word);
+        }
+        if let Some(k) = kind {
+            runs.push((k, &segment[start..]));
+        }
+        // The phrase being built, as a byte range of `segment`.
+        let mut phrase: Option<(usize, usize)> = None;
+        let mut joiner_ok = false;
+        let offset = |run: &str| run.as_ptr() as usize - segment.as_ptr() as usize;
+        for (word, run) in runs {
+            let at = offset(run);
+            if !word {
+                joiner_ok = phrase.is_some() && joinable(run);
+                continue;
+            }
+            if !must_be_copied(run, generated) {
+                if let Some((a, b)) = phrase.take() {
+                    push(&mut out, &segment[a..b]);
+                }
+                joiner_ok = false;
+                continue;
+            }
+            phrase = match phrase {
+                Some((a, _)) if joiner_ok => Some((a, at + run.len())),
+                Some((a, b)) => {
+                    push(&mut out, &segment[a..b]);
+                    Some((at, at + run.len()))
+                }
+                None => Some((at, at + run.len())),
+            };
+            joiner_ok = false;
+        }
+        if let Some((a, b)) = phrase {
+            push(&mut out, &segment[a..b]);
         }
     }
     out.sort_by_key(|f| std::cmp::Reverse(f.len()));
@@ -168,71 +285,126 @@ pub fn fragments(query: &str) -> Vec<String> {
 }
 
 impl Prefilter {
-    /// `None` when some query has no usable fragment (it could match anywhere).
-    fn new(queries: &[String]) -> Result<Option<Prefilter>, String> {
-        let mut compiled: Vec<(String, bytes::Regex)> = Vec::new();
-        let mut masks = Vec::new();
+    /// `None` when no query requires any literal under any rule (everything may match).
+    fn new(queries: &[String]) -> Option<Prefilter> {
+        let mut literals: Vec<(String, bytes::Regex)> = Vec::new();
+        // The bit of `literal`, compiling it when new; `None` when it cannot be tracked
+        // (requiring fewer literals is still sound).
+        let mut bit = |literal: &str, add: bool| -> Option<u64> {
+            if let Some(i) = literals.iter().position(|(f, _)| f == literal) {
+                return Some(1 << i);
+            }
+            if !add || literals.len() >= MAX_LITERALS {
+                return None;
+            }
+            let regex = bytes::RegexBuilder::new(&regex::escape(literal))
+                .case_insensitive(true)
+                .size_limit(64 << 20)
+                .build()
+                .ok()?;
+            literals.push((literal.to_string(), regex));
+            Some(1 << (literals.len() - 1))
+        };
+        let mut needs = Vec::new();
         for query in queries {
-            let mut mask = 0u64;
-            for fragment in fragments(query) {
-                let bit = match compiled.iter().position(|(f, _)| *f == fragment) {
-                    Some(bit) => bit,
-                    None if compiled.len() < MAX_FRAGMENTS => {
-                        let regex = bytes::RegexBuilder::new(&regex::escape(&fragment))
-                            .case_insensitive(true)
-                            .size_limit(64 << 20)
-                            .build()
-                            .map_err(|e| e.to_string())?;
-                        compiled.push((fragment, regex));
-                        compiled.len() - 1
-                    }
-                    // Requiring fewer fragments is still sound.
-                    None => continue,
-                };
-                mask |= 1 << bit;
+            let mut need = Need {
+                text: 0,
+                plain: 0,
+                nested: 0,
+            };
+            for part in text_parts(query) {
+                need.text |= bit(&part, true).unwrap_or(0);
             }
-            if mask == 0 {
-                return Ok(None);
+            for phrase in phrases(query, false) {
+                need.plain |= bit(&phrase, true).unwrap_or(0);
             }
-            masks.push(mask);
+            needs.push((query, need));
         }
-        let all = masks.iter().fold(0, |a, m| a | m);
-        Ok(Some(Prefilter {
-            fragments: compiled,
-            queries: masks,
+        // The nested rule only uses literals already scanned for the other rules.
+        let mut needs: Vec<Need> = needs
+            .into_iter()
+            .map(|(query, mut need)| {
+                for phrase in phrases(query, true) {
+                    need.nested |= bit(&phrase, false).unwrap_or(0);
+                }
+                need
+            })
+            .collect();
+        if literals.is_empty() {
+            return None;
+        }
+        let probe = needs.iter().any(|n| n.nested != n.plain);
+        let nested = if probe {
+            bytes::Regex::new("nestedCalls").ok()
+        } else {
+            // Without the probe every tool document is judged by the (equal) plain rule.
+            for need in &mut needs {
+                need.nested = need.plain;
+            }
+            None
+        };
+        let all = needs.iter().fold(0, |a, n| a | n.text | n.plain | n.nested);
+        Some(Prefilter {
+            literals,
+            nested,
+            queries: needs,
             all,
-        }))
+        })
     }
 
-    /// The fragments this line may hold, as bits: every bit when the line's strings could
-    /// read differently in a document than in its bytes (an escape other than JavaScript's
-    /// own).
+    /// The literals this line may hold, as bits (and the nested-call probe's): every bit when
+    /// the line's strings could read differently in a document than in its bytes (an escape
+    /// other than JavaScript's own).
     pub fn line_mask(&self, line: &[u8]) -> u64 {
         let mut mask = 0u64;
-        for (bit, (_, regex)) in self.fragments.iter().enumerate() {
+        for (bit, regex) in self.scans() {
             if regex.is_match(line) {
-                mask |= 1 << bit;
+                mask |= bit;
             }
         }
-        if mask != self.all && has_foreign_escape(line) {
+        if mask & self.all != self.all && has_foreign_escape(line) {
             return u64::MAX;
         }
         mask
     }
 
-    /// Whether an event whose lines hold `mask` (their masks ORed) may match.
-    pub fn candidate(&self, mask: u64) -> bool {
-        self.queries.iter().any(|q| mask & q == *q)
+    /// Whether an event whose document is of `kind` and whose lines hold `mask` (their masks
+    /// ORed) may match.
+    pub fn candidate(&self, kind: DocKind, mask: u64) -> bool {
+        self.queries.iter().any(|need| {
+            let q = match kind {
+                DocKind::Text => need.text,
+                // Without the probe, `nested` equals `plain`.
+                DocKind::Tool if mask & NESTED_BIT != 0 => need.nested,
+                DocKind::Tool => need.plain,
+            };
+            mask & q == q
+        })
     }
 
-    /// The fragments with their case-insensitive regexes, in bit order.
-    pub(crate) fn fragments(&self) -> impl Iterator<Item = (&str, &bytes::Regex)> {
-        self.fragments.iter().map(|(f, r)| (f.as_str(), r))
+    /// What a scan searches for: each literal's case-insensitive regex and the nested-call
+    /// probe, with the bit a hit sets.
+    pub(crate) fn scans(&self) -> impl Iterator<Item = (u64, &bytes::Regex)> {
+        self.literals
+            .iter()
+            .enumerate()
+            .map(|(i, (_, r))| (1u64 << i, r))
+            .chain(self.nested.iter().map(|r| (NESTED_BIT, r)))
     }
 
-    /// The fragments, in bit order.
+    /// The longest literal, in bytes.
+    pub(crate) fn longest(&self) -> usize {
+        self.literals
+            .iter()
+            .map(|(f, _)| f.len())
+            .chain(self.nested.iter().map(|_| "nestedCalls".len()))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The literals, in bit order.
     pub fn fragment_texts(&self) -> impl Iterator<Item = &str> {
-        self.fragments.iter().map(|(f, _)| f.as_str())
+        self.literals.iter().map(|(f, _)| f.as_str())
     }
 }
 
@@ -261,15 +433,30 @@ mod tests {
     }
 
     #[test]
-    fn fragments_are_the_verbatim_runs_of_a_query() {
-        assert_eq!(fragments("zebrafish"), ["zebrafish"]);
-        assert_eq!(fragments("rate limit"), ["limit", "rate"]);
-        assert_eq!(fragments("zebra-quokka-7731"), ["zebra-quokka-7731"]);
-        assert_eq!(fragments("src/main.rs"), ["src/main.rs"]);
-        assert_eq!(fragments("fn main()"), ["main", "fn"]);
-        assert_eq!(fragments("error: cannot"), ["cannot"]);
-        assert_eq!(fragments("zq\"yz"), ["zq", "yz"]);
-        // Number-like runs and parts of generated words are never fragments.
+    fn literals_are_the_verbatim_runs_of_a_query_per_rule() {
+        let plain = |q: &str| phrases(q, false);
+        let nested = |q: &str| phrases(q, true);
+        assert_eq!(plain("zebrafish"), ["zebrafish"]);
+        assert_eq!(plain("rate limit"), ["rate limit"]);
+        assert_eq!(nested("rate limit"), ["rate limit"]);
+        assert_eq!(plain("zebra-quokka-7731"), ["zebra-quokka-7731"]);
+        assert_eq!(plain("src/main.rs"), ["src/main.rs"]);
+        assert_eq!(plain("fn main()"), ["fn main"]);
+        // `error` is generated only in nested-call lines.
+        assert_eq!(plain("error: cannot"), ["error: cannot"]);
+        assert_eq!(nested("error: cannot"), ["cannot"]);
+        // Nested lines put ` [` between a record's name and status, commas between array items.
+        assert_eq!(plain("grep [ok"), ["grep [ok"]);
+        assert_eq!(nested("grep [ok"), ["grep", "ok"]);
+        assert_eq!(nested("grep, ok"), ["grep", "ok"]);
+        assert_eq!(nested("grep:ok"), ["grep:ok"]);
+        assert_eq!(plain("qq 12 zz"), ["qq", "zz"]);
+        assert_eq!(plain("zq\"yz"), ["zq", "yz"]);
+        assert_eq!(plain(" (x y) "), ["x y"]);
+        assert_eq!(text_parts("error: cannot"), ["error: cannot"]);
+        assert_eq!(text_parts("say \"hi\"\nnow"), ["say ", "hi", "now"]);
+        assert_eq!(text_parts("42"), ["42"]);
+        // Number-like runs and parts of generated words are never tool literals.
         for none in [
             "1e+21",
             "1500}",
@@ -282,16 +469,19 @@ mod tests {
             "K",
             "a b",
         ] {
-            assert!(fragments(none).is_empty(), "{none}: {:?}", fragments(none));
+            assert!(plain(none).is_empty(), "{none}: {:?}", plain(none));
         }
     }
 
     #[test]
-    fn prefilter_is_off_only_when_some_query_has_no_fragment() {
+    fn prefilter_is_off_only_when_no_rule_has_a_literal() {
         assert!(matcher(&["zebrafish"]).has_prefilter());
         assert!(matcher(&["rate limit", "src/main.rs"]).has_prefilter());
-        assert!(!matcher(&["zebra", "--- output"]).has_prefilter());
-        assert!(!matcher(&["1e+21"]).has_prefilter());
+        // Text documents still need the query's own bytes.
+        assert!(matcher(&["zebra", "--- output"]).has_prefilter());
+        assert!(matcher(&["1e+21"]).has_prefilter());
+        assert!(!matcher(&["\n"]).has_prefilter());
+        assert!(!matcher(&["\"\\"]).has_prefilter());
     }
 
     #[test]
@@ -324,12 +514,29 @@ mod tests {
     fn line_masks_combine_across_the_lines_of_an_event() {
         let m = matcher(&["rate limit"]);
         let p = m.prefilter().unwrap();
+        let tool = |mask| p.candidate(DocKind::Tool, mask);
         let call = p.line_mask(br#"{"a":"Rate"}"#);
-        let result = p.line_mask(br#"{"a":"LIMIT"}"#);
-        assert!(!p.candidate(call));
-        assert!(!p.candidate(result));
-        assert!(p.candidate(call | result));
-        assert!(p.candidate(p.line_mask(br#"{"a":"caf\u00e9"}"#)));
-        assert!(!p.candidate(p.line_mask(br#"{"a":"cafe"}"#)));
+        let result = p.line_mask(br#"{"a":"rate LIMIT"}"#);
+        assert!(!tool(call));
+        assert!(tool(result));
+        assert!(tool(call | result));
+        assert!(!p.candidate(DocKind::Text, p.line_mask(br#"{"a":"rate","b":"limit"}"#)));
+        assert!(p.candidate(DocKind::Text, p.line_mask(br#"{"a":"caf\u00e9"}"#)));
+        assert!(!tool(p.line_mask(br#"{"a":"cafe"}"#)));
+        // A generated word: plain tool documents need the phrase, nested ones only `cannot`.
+        let m = matcher(&["error: cannot"]);
+        let p = m.prefilter().unwrap();
+        let line = br#"{"a":"cannot"}"#;
+        assert!(!p.candidate(DocKind::Tool, p.line_mask(line)));
+        assert!(!p.candidate(DocKind::Text, p.line_mask(line)));
+        let nested = br#"{"a":"cannot","nestedCalls":{}}"#;
+        assert!(p.candidate(DocKind::Tool, p.line_mask(nested)));
+        assert!(!p.candidate(DocKind::Text, p.line_mask(nested)));
+        assert!(p.candidate(DocKind::Text, p.line_mask(br#"{"a":"ERROR: Cannot"}"#)));
+        // A query with no tool literal: every tool document may match, text still filtered.
+        let m = matcher(&["42"]);
+        let p = m.prefilter().unwrap();
+        assert!(p.candidate(DocKind::Tool, p.line_mask(b"{}")));
+        assert!(!p.candidate(DocKind::Text, p.line_mask(b"{}")));
     }
 }

@@ -41,6 +41,7 @@ use crate::envelope::{DomainError, ErrorClass, Refusal, fits};
 pub use crate::session::{IndexMode, IndexUse};
 use crate::session::{Session, SessionError, SessionFile};
 use crate::words::{plural, seq_range};
+use matcher::DocKind;
 use page::{PageSpec, RowSource, Visible};
 
 /// Default `limit` of list and search pages.
@@ -534,8 +535,8 @@ pub fn search(
     search_with(path, leaf, queries, options, true, index)
 }
 
-/// [`search`], with the raw-line prefilter switched off when `prefilter` is false (every event
-/// decoded): the reference the prefilter is tested against.
+/// [`search`], with the raw-line prefilter and the early stop switched off when `prefilter` is
+/// false (every event decoded and matched): the reference both are tested against.
 pub(crate) fn search_with(
     path: &Path,
     leaf: Option<&str>,
@@ -601,20 +602,39 @@ pub(crate) fn search_with(
     let lower = options.after.unwrap_or(0);
     let upper = options.before.unwrap_or(u64::MAX);
     let mask = |entry: usize| masks.get(entry).copied().unwrap_or(u64::MAX);
-    let may_match = |lines: u64| prefilter.is_none_or(|p| p.candidate(lines));
+    let may_match = |kind: DocKind, lines: u64| prefilter.is_none_or(|p| p.candidate(kind, lines));
+    // The page shows the `limit` matches nearest its anchor (the newest, or the oldest after
+    // `after`) and says whether one more exists beyond them (`older_before` / `newer_after`);
+    // nothing else depends on the other matches (docs/protocol.md), so the events are tried
+    // from that end and the search stops at `limit + 1` matches.
+    let from_oldest = options.after.is_some();
+    let enough = if use_prefilter {
+        options.limit.saturating_add(1)
+    } else {
+        usize::MAX
+    };
+    let events = filtered(projection, options, false);
+    let ordered: Box<dyn Iterator<Item = &usize>> = if from_oldest {
+        Box::new(events.iter())
+    } else {
+        Box::new(events.iter().rev())
+    };
     let mut loader = Loader::new(&opened.file, &opened.projection);
     let mut vis = Vec::new();
-    for event in filtered(projection, options, false) {
+    for &event in ordered {
         let e = &projection.event(event);
         if e.seq <= lower || e.seq >= upper {
             continue;
         }
         // A call's document spans its line and its result's line.
         let candidate = match e.source {
+            projection::Source::Text { entry } => may_match(DocKind::Text, mask(entry)),
             projection::Source::Call { entry, result, .. } => {
-                may_match(mask(entry) | result.map_or(0, mask))
+                may_match(DocKind::Tool, mask(entry) | result.map_or(0, mask))
             }
-            other => may_match(mask(other.entry())),
+            projection::Source::Result { entry } | projection::Source::Bash { entry } => {
+                may_match(DocKind::Tool, mask(entry))
+            }
         };
         if !candidate {
             continue;
@@ -626,7 +646,13 @@ pub(crate) fn search_with(
                 seq: e.seq,
                 offset: Some(document::char_len(&doc.text[..byte])),
             });
+            if vis.len() >= enough {
+                break;
+            }
         }
+    }
+    if !from_oldest {
+        vis.reverse();
     }
     render_page(&opened, &mut loader, &vis, &[], options, false)
 }

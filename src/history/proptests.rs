@@ -250,6 +250,11 @@ const WORDS: &[&str] = &[
     "ms",
     "[x]",
     "a,b",
+    "object",
+    "complete",
+    "calls",
+    "grep",
+    "ok",
     "x\\\"y",
     "tab\\tend",
 ];
@@ -336,7 +341,8 @@ enum RawKind {
     Result {
         call: usize,
         text: String,
-        nested: Option<String>,
+        /// A nested-call record's raw name, status, error (or none) and arguments.
+        nested: Option<(String, String, Option<String>, String)>,
     },
     Bash {
         command: String,
@@ -348,13 +354,38 @@ enum RawKind {
 fn raw_kind() -> impl Strategy<Value = RawKind> {
     prop_oneof![
         2 => json_text().prop_map(RawKind::User),
-        3 => (json_text(), prop::collection::vec((prop::sample::select(&["bash", "read", "error", "output"][..]).prop_map(str::to_string), json_arg()), 0..3))
+        3 => (json_text(), prop::collection::vec((prop::sample::select(&["bash", "read", "error", "output", "rate limit", "grep [ok", "a,b"][..]).prop_map(str::to_string), json_arg()), 0..3))
             .prop_map(|(text, calls)| RawKind::Assistant { text, calls }),
-        3 => (0usize..12, json_text(), prop::option::of(json_arg()))
+        3 => (0usize..12, json_text(), prop::option::of(nested_record()))
             .prop_map(|(call, text, nested)| RawKind::Result { call, text, nested }),
         1 => (json_text(), json_text()).prop_map(|(command, output)| RawKind::Bash { command, output }),
         1 => json_text().prop_map(RawKind::Summary),
     ]
+}
+
+/// A nested-call record's fields as raw JSON: names, statuses and errors of every type the
+/// document displays (strings with spaces, arrays JavaScript joins with commas, numbers).
+fn nested_record() -> impl Strategy<Value = (String, String, Option<String>, String)> {
+    let display =
+        |values: &'static [&'static str]| prop::sample::select(values).prop_map(str::to_string);
+    (
+        display(&[
+            r#""grep""#,
+            r#""rate limit""#,
+            r#"["rate","limit"]"#,
+            r#"["a",null,"b"]"#,
+            "5",
+            r#""Kelvin""#,
+        ]),
+        display(&[r#""ok""#, r#""limit""#, r#"["ok","x"]"#, r#""""#, "true"]),
+        prop::option::of(display(&[
+            r#""cannot borrow""#,
+            r#"["rate","limit"]"#,
+            "{}",
+            r#""ok] rate""#,
+        ])),
+        json_arg(),
+    )
 }
 
 fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
@@ -389,7 +420,10 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
                 )
             }
             RawKind::Result { call, text, nested } => {
-                let nested = nested.as_ref().map_or(String::new(), |args| format!(r#","nestedCalls":{{"complete":true,"calls":[{{"id":"n","name":"grep","status":"ok","durationMs":1.5E3,"arguments":{args}}}]}}"#));
+                let nested = nested.as_ref().map_or(String::new(), |(name, status, error, args)| {
+                    let error = error.as_ref().map_or(String::new(), |e| format!(r#","error":{e}"#));
+                    format!(r#","nestedCalls":{{"complete":true,"calls":[{{"id":"n","name":{name},"status":{status},"durationMs":1.5E3{error},"arguments":{args}}}]}}"#)
+                });
                 format!(
                     r#"{head}{{"role":"toolResult","toolCallId":"c{call}","toolName":"read","content":[{{"type":"text","text":"{text}"}}],"isError":false{nested}}}}}"#
                 )
@@ -411,14 +445,14 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
 fn query() -> impl Strategy<Value = String> {
     let word = prop_oneof![
         6 => prop::sample::select(WORDS).prop_map(str::to_string),
-        1 => prop::sample::select(&["1e+21", "1500", "1", "0.000001", "-150", "9007199254740992", "--- output ---", "1 recorded", "(arguments", "[ok]", "1500ms", "\"a\":1", "é", "QUOKKA", "K", "ſ", "\n", "\u{1b}[0m", "/b", "\"7\":"][..]).prop_map(str::to_string),
+        1 => prop::sample::select(&["1e+21", "1500", "1", "0.000001", "-150", "9007199254740992", "--- output ---", "1 recorded", "(arguments", "[ok]", "1500ms", "\"a\":1", "é", "QUOKKA", "K", "ſ", "\n", "\u{1b}[0m", "/b", "\"7\":", "grep [ok]", "rate,limit", "a,,b [", "[object Object]", "error: cannot", "rate limit ["][..]).prop_map(str::to_string),
     ];
     prop::collection::vec(
         (
             word,
-            prop::sample::select(&["", " ", "-", ": ", "/", ".", "\n", ","][..]),
+            prop::sample::select(&["", " ", "-", ": ", "/", ".", "\n", ",", " [", "] ", ", "][..]),
         ),
-        1..3,
+        1..4,
     )
     .prop_map(|parts| {
         let q: String = parts
@@ -437,8 +471,10 @@ proptest! {
     fn search_with_the_prefilter_equals_search_without(
         spec in prop::collection::vec(raw_kind(), 1..14),
         mut queries in prop::collection::vec(query(), 1..3),
-        cuts in prop::collection::vec((any::<usize>(), any::<usize>(), 1usize..14), 0..3),
+        cuts in prop::collection::vec((any::<usize>(), any::<usize>(), 1usize..30), 0..3),
         roles_pick in 0usize..3,
+        limit in 1usize..4,
+        bound in (0usize..3, 1u64..20),
     ) {
         let file = write_raw(&spec);
         // Also query pieces of the documents themselves, so that hits are common.
@@ -460,7 +496,13 @@ proptest! {
             1 => Some(vec![EventRole::Tool]),
             _ => Some(vec![EventRole::User, EventRole::Assistant, EventRole::Context]),
         };
-        let options = ListOptions { limit: 100, roles, max_chars_per_item: 40, ..ListOptions::default() };
+        // Small pages and anchors: the early stop must leave the page and its anchors as they are.
+        let (after, before) = match bound {
+            (1, seq) => (Some(seq), None),
+            (2, seq) => (None, Some(seq)),
+            _ => (None, None),
+        };
+        let options = ListOptions { limit, roles, after, before, max_chars_per_item: 40, ..ListOptions::default() };
         let off = super::IndexMode::Off;
         let with = search_with(file.path(), None, &queries, &options, true, &off).map(|r| (r.data, r.text));
         let without = search_with(file.path(), None, &queries, &options, false, &off).map(|r| (r.data, r.text));
@@ -501,6 +543,104 @@ proptest! {
             (a, b) => prop_assert_eq!(a.err().map(|e| e.code()), b.err().map(|e| e.code())),
         }
     }
+}
+
+/// Every substring of every document that starts or ends next to a separator (where copied
+/// and generated text meet) is a query the prefilter must let through for its event: a
+/// deterministic sweep over documents holding every kind of generated text (nested-call lines
+/// with string, array, number and object displays; names with spaces, commas and brackets;
+/// arguments with numbers and strings; output; summaries).
+#[test]
+fn every_boundary_substring_of_a_document_passes_the_prefilter() {
+    use super::matcher::{DocKind, Matcher};
+    use super::projection::Source;
+    let mut spec = Vec::new();
+    let names = ["rate limit", "grep [ok", "a,b", "error", "x"];
+    for (i, name) in names.iter().enumerate() {
+        spec.push(RawKind::Assistant {
+            text: format!("call {i}: rate limit [x] error: cannot"),
+            calls: vec![(
+                name.to_string(),
+                r#"{"b c": ["rate limit", 1.5E3, null, true], "7": {"k": "v w"}, "n": -0}"#.into(),
+            )],
+        });
+        let records = [
+            (r#""grep""#, r#""ok""#, Some(r#""cannot borrow""#)),
+            (
+                r#"["rate","limit"]"#,
+                r#"["ok","x"]"#,
+                Some(r#"["rate",null,"limit"]"#),
+            ),
+            (r#""rate limit""#, r#""""#, Some("{}")),
+            ("5", "true", None),
+            (r#""Kelvin""#, r#""limit""#, Some(r#""ok] rate""#)),
+        ];
+        let (n, st, er) = records[i % records.len()];
+        spec.push(RawKind::Result {
+            call: i,
+            text: "out: rate limit, error: cannot (x) [y]".into(),
+            nested: Some((
+                n.into(),
+                st.into(),
+                er.map(str::to_string),
+                r#"{"q": "rate limit", "m": [1, "a b"]}"#.into(),
+            )),
+        });
+    }
+    spec.push(RawKind::Result {
+        call: 40,
+        text: "orphan rate limit".into(),
+        nested: None,
+    });
+    spec.push(RawKind::Bash {
+        command: "grep -n rate limit".into(),
+        output: "a: b, c [d]".into(),
+    });
+    spec.push(RawKind::Summary("summary: rate limit\\nnext [line]".into()));
+    let file = write_raw(&spec);
+    let opened = open(file.path(), None).unwrap();
+    let mut loader = super::Loader::new(&opened.file, &opened.projection);
+    let raw = |line: usize| {
+        let l = opened.projection.line(line);
+        opened.file.raw_at(l.offset, l.len).unwrap()
+    };
+    let mut tried = 0usize;
+    for event in opened.projection.events() {
+        let doc = super::document::build(&mut loader, &event).unwrap().text;
+        let (kind, lines) = match event.source {
+            Source::Text { entry } => (DocKind::Text, vec![entry]),
+            Source::Call { entry, result, .. } => (
+                DocKind::Tool,
+                std::iter::once(entry).chain(result).collect(),
+            ),
+            Source::Result { entry } | Source::Bash { entry } => (DocKind::Tool, vec![entry]),
+        };
+        let chars: Vec<(usize, char)> = doc.char_indices().collect();
+        let sep = |c: char| !c.is_alphanumeric();
+        for (a, &(start, c)) in chars.iter().enumerate() {
+            let at_boundary = sep(c) || a == 0 || sep(chars[a - 1].1);
+            for b in a + 1..(a + 24).min(chars.len() + 1) {
+                let end = chars.get(b).map_or(doc.len(), |&(i, _)| i);
+                let ends_at_boundary = b == chars.len() || sep(chars[b].1) || sep(chars[b - 1].1);
+                if !at_boundary && !ends_at_boundary {
+                    continue;
+                }
+                let query = doc[start..end].to_string();
+                let matcher = Matcher::new(std::slice::from_ref(&query)).unwrap();
+                let Some(p) = matcher.prefilter() else {
+                    continue;
+                };
+                let mask = lines.iter().fold(0, |m, &l| m | p.line_mask(&raw(l)));
+                tried += 1;
+                assert!(
+                    p.candidate(kind, mask),
+                    "query {query:?} of seq {} ({kind:?}) was filtered out; document:\n{doc}",
+                    event.seq
+                );
+            }
+        }
+    }
+    assert!(tried > 1000, "{tried}");
 }
 
 // ------------------------------------------------ the index never changes an answer

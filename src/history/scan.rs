@@ -1,15 +1,15 @@
 //! The search prefilter as one scan of the file: instead of testing every event line on its
 //! own, the bytes of the event lines are read in large blocks (a thread per core for large
-//! files) and searched with each fragment's case-insensitive regex; each hit is mapped to the
+//! files) and searched with each literal's case-insensitive regex (and the nested-call probe); each hit is mapped to the
 //! line holding it by byte offset, and the search goes on from that line's end (one hit per
 //! line is all a line mask needs). A line the index marks as holding an escape JavaScript
 //! would not write (`Line::escapes`, found while the line was first decoded) is a "maybe"
 //! (`u64::MAX`). The result is [`Prefilter::line_mask`] of every line, up to "maybe" being
-//! given to more lines, never fewer. (One regex for all fragments and the escapes was
+//! given to more lines, never fewer. (One regex for all literals and the escapes was
 //! measured 4–10× slower: short case-insensitive literals and `\u` make its literal
 //! prefilter report a candidate at nearly every backslash.)
 //!
-//! - Fragments hold no `\n` (whitespace separates fragments), so a hit never spans lines.
+//! - Literals hold no `\n` (JSON escapes it, so no literal has one), so a hit never spans lines.
 
 use regex::bytes::Regex;
 
@@ -50,8 +50,10 @@ pub(crate) fn line_masks_in_blocks(
     prefilter: &Prefilter,
     block: usize,
 ) -> Option<Result<Vec<u64>, SessionError>> {
-    let fragments: Vec<(&str, &Regex)> = prefilter.fragments().collect();
-    let overlap = fragments.iter().map(|(f, _)| f.len()).max().unwrap_or(0) + 8;
+    let scans: Vec<(u64, &Regex)> = prefilter.scans().collect();
+    // A case-insensitive match can be up to three times longer in UTF-8 than the literal
+    // (`k` matches the three-byte Kelvin sign), and must fit in one block's overlap.
+    let overlap = 3 * prefilter.longest() + 8;
     let mut spans: Vec<Span> = (0..projection.line_count())
         .map(|line| {
             let l = projection.line(line);
@@ -67,7 +69,7 @@ pub(crate) fn line_masks_in_blocks(
     }
     let scanner = Scanner {
         file,
-        fragments: &fragments,
+        scans: &scans,
         overlap,
         block,
     };
@@ -135,7 +137,7 @@ pub(crate) fn line_masks_in_blocks(
 
 struct Scanner<'a> {
     file: &'a SessionFile,
-    fragments: &'a [(&'a str, &'a Regex)],
+    scans: &'a [(u64, &'a Regex)],
     overlap: usize,
     block: usize,
 }
@@ -161,12 +163,12 @@ impl Scanner<'_> {
                 limit: (block_end - block_start) as usize,
                 spans,
             };
-            // Each fragment on its own: a line needs only its first hit.
-            for (bit, (_, regex)) in self.fragments.iter().enumerate() {
+            // Each literal on its own: a line needs only its first hit.
+            for &(bit, regex) in self.scans {
                 block.each_line_hit(
                     |hay, from| regex.find_at(hay, from).map(|m| m.start()),
                     &mut masks,
-                    1 << bit,
+                    bit,
                 );
             }
             block_start = block_end;
