@@ -595,22 +595,12 @@ fn checksum(bytes: &[u8]) -> u64 {
 }
 
 /// The file: magic, version, root, home, entry count, then one record per entry sorted by key
-/// (`u32` key length, key, `u32` body length, body), then the checksum of all of it. A body is
+/// (`u32` key length, key, `u32` body length, body). A body is
 /// the fixed part ([`FIXED`] bytes: `stat`, code points, flags, `updatedAt` in ms) and the
-/// variable part (the listing's metadata, or the frontmatter block when it cannot round-trip).
-#[cfg(test)]
-fn encode(entries: &FxHashMap<String, Entry>, root: &str, home: &str) -> Vec<u8> {
-    encode_items(
-        entries
-            .iter()
-            .map(|(k, e)| (k.as_str(), Item::Owned(e)))
-            .collect(),
-        Vec::new(),
-        root,
-        home,
-    )
-}
-
+/// variable part (the listing's metadata, or the frontmatter block when it cannot round-trip);
+/// then the directory count and one record per directory sorted by path (`u32` path length,
+/// path, `u32` body length, body: its `stat`, then its subdirectory names and its file names,
+/// each list a `u32` count of `u32`-length-prefixed names). Last, the checksum of all of it.
 fn encode_items(
     mut items: Vec<(&str, Item<'_>)>,
     mut dirs: Vec<(&str, ListingRef<'_>)>,
