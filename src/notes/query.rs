@@ -229,13 +229,29 @@ pub fn address_order(a: &str, b: &str) -> Ordering {
 }
 
 /// The literal matcher of a search: every query escaped and OR'd into one case-insensitive
-/// automaton (Unicode simple case folding).
+/// automaton (Unicode simple case folding), run over bytes.
+///
+/// It serves twice: [`Matcher::may_match`] tests a note file's raw bytes, so files that cannot
+/// match are never decoded or parsed, and [`Matcher::lines`] finds the matching lines of a
+/// decoded body. The first is sound — it never rejects a file whose body has a match:
+/// - a match lies within one line of the body (no query holding a newline is used, and no
+///   character folds to a newline);
+/// - every body line is a piece of the decoded file text (the body is the text after the
+///   frontmatter block, or all of it; with a block, only one `\r` before each `\n` and a last
+///   `\r` are dropped), so a match in the body is a match in the decoded text;
+/// - the decoded text is the file's bytes with each invalid UTF-8 sequence replaced by U+FFFD;
+///   a match of a query without U+FFFD contains no replacement (no character folds to U+FFFD),
+///   so it is made of bytes copied unchanged from the file, where the same automaton finds it;
+/// - a query holding U+FFFD may match a replacement: then every file that is not valid UTF-8
+///   is a candidate too.
+///
+/// (`prefilter_never_rejects_a_match` in `store::search` checks this over generated notes.)
 #[derive(Debug, Clone)]
 pub struct Matcher {
-    /// Over note text (`None` when no query can match a single line).
-    pub text: Option<Regex>,
-    /// The same automaton over raw file bytes, to skip files cheaply.
-    pub bytes: Option<regex::bytes::Regex>,
+    /// `None` when no query can match a single line.
+    re: Option<regex::bytes::Regex>,
+    /// Some query holds U+FFFD.
+    replacement: bool,
 }
 
 impl Matcher {
@@ -244,9 +260,10 @@ impl Matcher {
     /// ```
     /// use pi_context::notes::query::Matcher;
     /// let m = Matcher::new(&["needle.*", "ΣΑΣ"])?;
-    /// assert!(m.text.as_ref().unwrap().is_match("a NeEdLe.* b"));
-    /// assert!(m.text.as_ref().unwrap().is_match("σας"));
-    /// assert!(!m.text.as_ref().unwrap().is_match("needle.+"));
+    /// assert_eq!(m.lines("a NeEdLe.* b", None).1, 1);
+    /// assert_eq!(m.lines("σας", None).1, 1);
+    /// assert_eq!(m.lines("needle.+", None).1, 0);
+    /// assert!(m.may_match(b"x\nNEEDLE.*") && !m.may_match(b"needle"));
     /// # Ok::<(), pi_context::notes::NoteError>(())
     /// ```
     pub fn new<S: AsRef<str>>(queries: &[S]) -> Result<Matcher, NoteError> {
@@ -263,39 +280,55 @@ impl Matcher {
             ));
         }
         // Lines are matched one at a time, so a query spanning a newline never matches.
-        let alternatives: Vec<String> = queries
+        let used: Vec<&str> = queries
             .iter()
             .map(AsRef::as_ref)
             .filter(|q| !q.contains('\n'))
-            .map(regex::escape)
             .collect();
-        if alternatives.is_empty() {
+        if used.is_empty() {
             return Ok(Matcher {
-                text: None,
-                bytes: None,
+                re: None,
+                replacement: false,
             });
         }
-        let source = alternatives.join("|");
-        let too_big = |e: regex::Error| {
-            err(
-                ErrorKind::InvalidQuery,
-                format!("query is too complex to search: {e}"),
-            )
-        };
-        let text = RegexBuilder::new(&source)
+        let source = used
+            .iter()
+            .map(|q| regex::escape(q))
+            .collect::<Vec<_>>()
+            .join("|");
+        // One automaton (over bytes, which for valid UTF-8 text finds what the `str` regex
+        // would): compiling its Unicode classes is a measurable part of a search's start.
+        let re = regex::bytes::RegexBuilder::new(&source)
             .case_insensitive(true)
             .size_limit(64 << 20)
             .build()
-            .map_err(too_big)?;
-        let bytes = regex::bytes::RegexBuilder::new(&source)
-            .case_insensitive(true)
-            .size_limit(64 << 20)
-            .build()
-            .map_err(too_big)?;
+            .map_err(|e| {
+                err(
+                    ErrorKind::InvalidQuery,
+                    format!("query is too complex to search: {e}"),
+                )
+            })?;
         Ok(Matcher {
-            text: Some(text),
-            bytes: Some(bytes),
+            re: Some(re),
+            replacement: used.iter().any(|q| q.contains('\u{fffd}')),
         })
+    }
+
+    /// Whether a note file with these raw bytes can have a matching body line: `false` only
+    /// when it certainly has none (see the type's documentation for why).
+    pub fn may_match(&self, raw: &[u8]) -> bool {
+        match &self.re {
+            None => false,
+            Some(re) => re.is_match(raw) || (self.replacement && std::str::from_utf8(raw).is_err()),
+        }
+    }
+
+    /// The matching lines of `body` ([`body_matches`]); none when no query can match a line.
+    pub fn lines(&self, body: &str, max: Option<usize>) -> (Vec<LineMatch>, usize) {
+        match &self.re {
+            None => (Vec::new(), 0),
+            Some(re) => body_matches(re, body, max),
+        }
     }
 }
 
@@ -314,15 +347,19 @@ pub struct LineMatch {
 /// returns the kept lines and the total count.
 ///
 /// ```
-/// use pi_context::notes::query::{Matcher, body_matches};
+/// use pi_context::notes::query::Matcher;
 /// let m = Matcher::new(&["x"])?;
-/// let (rows, total) = body_matches(m.text.as_ref().unwrap(), "😀 x\n日本 X x", None);
+/// let (rows, total) = m.lines("😀 x\n日本 X x", None);
 /// assert_eq!(total, 2);
 /// assert_eq!((rows[0].line, rows[0].offset_chars), (1, 2));
 /// assert_eq!((rows[1].line, rows[1].offset_chars), (2, 7));
 /// # Ok::<(), pi_context::notes::NoteError>(())
 /// ```
-pub fn body_matches(re: &Regex, body: &str, max: Option<usize>) -> (Vec<LineMatch>, usize) {
+pub fn body_matches(
+    re: &regex::bytes::Regex,
+    body: &str,
+    max: Option<usize>,
+) -> (Vec<LineMatch>, usize) {
     let mut kept = Vec::new();
     let mut total = 0usize;
     let (mut line_no, mut line_start) = (1usize, 0usize);
@@ -330,7 +367,7 @@ pub fn body_matches(re: &Regex, body: &str, max: Option<usize>) -> (Vec<LineMatc
     let mut pos = 0usize;
     let bytes = body.as_bytes();
     while pos <= body.len() {
-        let Some(m) = re.find_at(body, pos) else {
+        let Some(m) = re.find_at(bytes, pos) else {
             break;
         };
         for nl in memchr::memchr_iter(b'\n', &bytes[line_start..m.start()]) {
@@ -441,11 +478,10 @@ mod tests {
     #[test]
     fn code_point_offsets_with_emoji_cjk_combining_marks_and_dotted_i() {
         let m = Matcher::new(&["needle"]).unwrap();
-        let re = m.text.unwrap();
         // İ is one code point (two bytes) whose lowercase is two code points: offsets must
         // count the original text, not a lowercased copy.
         let body = "İİ NEEDLE\n😀e\u{301}漢字 needle\nnone\nx Needle needle";
-        let (rows, total) = body_matches(&re, body, None);
+        let (rows, total) = m.lines(body, None);
         assert_eq!(total, 3);
         assert_eq!((rows[0].line, rows[0].offset_chars), (1, 3));
         // line 2 starts at 10 (9 chars + \n): 😀 e ◌́ 漢 字 space = 6
@@ -459,18 +495,23 @@ mod tests {
             (rows[2].line, rows[2].offset_chars, rows[2].text.as_str()),
             (4, line4 + 2, "x Needle needle")
         );
-        let (kept, total) = body_matches(&re, body, Some(1));
+        let (kept, total) = m.lines(body, Some(1));
         assert_eq!((kept.len(), total), (1, 3));
     }
 
     #[test]
     fn simple_case_folding_only() {
         let m = Matcher::new(&["k", "straße"]).unwrap();
-        let re = m.text.unwrap();
-        assert!(re.is_match("\u{212a}")); // Kelvin sign folds to k
-        assert!(!re.is_match("strasse")); // full folding ß → ss is not used
-        let dotted = Matcher::new(&["İ"]).unwrap().text.unwrap();
-        assert!(dotted.is_match("İ"));
+        let found = |m: &Matcher, text: &str| m.lines(text, None).1 > 0;
+        assert!(found(&m, "\u{212a}")); // Kelvin sign folds to k
+        assert!(!found(&m, "strasse")); // full folding ß → ss is not used
+        assert!(m.may_match("\u{212a}".as_bytes()) && !m.may_match(b"strasse"));
+        let dotted = Matcher::new(&["İ"]).unwrap();
+        assert!(found(&dotted, "İ") && !found(&dotted, "i") && !found(&dotted, "I"));
+        // A query with a newline never matches; U+FFFD may stand for any invalid byte.
+        assert!(!Matcher::new(&["a\nb"]).unwrap().may_match(b"a\nb"));
+        let replacement = Matcher::new(&["x\u{fffd}"]).unwrap();
+        assert!(replacement.may_match(b"\xff") && !replacement.may_match(b"x?"));
         assert_eq!(Matcher::new(&[""]).unwrap_err().code(), "invalid_query");
         let empty: [&str; 0] = [];
         assert_eq!(Matcher::new(&empty).unwrap_err().code(), "invalid_query");

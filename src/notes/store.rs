@@ -21,8 +21,10 @@ use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
 use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
-use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, body_matches, recency_order};
+use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, recency_order};
 use crate::confine::{self, Dir, EntryKind};
+
+mod search;
 
 /// The notes store of one identity.
 ///
@@ -573,11 +575,8 @@ impl Store {
     /// Notes matching `query`, most recently updated first. Fails on the first home that
     /// cannot be read; see [`Store::list_with_status`] for the tolerant form.
     pub fn list(&self, query: &Query) -> Result<Vec<NoteRow>, NoteError> {
-        let listing = self.scan(query, &Scan::List)?;
-        strict(listing.map_rows(|r| match r {
-            Hit::Row(row) => Some(row),
-            Hit::Search(_) => None,
-        }))
+        let listing = self.scan(query)?;
+        strict((listing.rows, listing.failed))
     }
 
     /// Like [`Store::list`], but a home that fails to read is reported in
@@ -597,11 +596,11 @@ impl Store {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn list_with_status(&self, query: &Query) -> Result<WithStatus<NoteRow>, NoteError> {
-        let listing = self.scan(query, &Scan::List)?;
-        Ok(listing.into_status(|r| match r {
-            Hit::Row(row) => Some(row),
-            Hit::Search(_) => None,
-        }))
+        let listing = self.scan(query)?;
+        Ok(WithStatus {
+            rows: listing.rows,
+            status: listing.status,
+        })
     }
 
     /// Case-insensitive literal search (any of `queries`) over note bodies, recent first.
@@ -612,11 +611,8 @@ impl Store {
         max_matches_per_file: Option<usize>,
     ) -> Result<Vec<SearchRow>, NoteError> {
         let matcher = Matcher::new(queries)?;
-        let listing = self.scan(query, &Scan::Search(matcher, max_matches_per_file))?;
-        strict(listing.map_rows(|r| match r {
-            Hit::Search(row) => Some(row),
-            Hit::Row(_) => None,
-        }))
+        let found = self.search_scan(&matcher, query, max_matches_per_file)?;
+        strict((found.rows, found.failed))
     }
 
     /// Like [`Store::search`], reporting unreadable homes instead of failing.
@@ -639,11 +635,11 @@ impl Store {
         max_matches_per_file: Option<usize>,
     ) -> Result<WithStatus<SearchRow>, NoteError> {
         let matcher = Matcher::new(queries)?;
-        let listing = self.scan(query, &Scan::Search(matcher, max_matches_per_file))?;
-        Ok(listing.into_status(|r| match r {
-            Hit::Search(row) => Some(row),
-            Hit::Row(_) => None,
-        }))
+        let found = self.search_scan(&matcher, query, max_matches_per_file)?;
+        Ok(WithStatus {
+            rows: found.rows,
+            status: found.status,
+        })
     }
 
     /// Where a note lives: its directory reached from the notes root one component at a time
@@ -688,7 +684,7 @@ impl Store {
         clippy::expect_used,
         reason = "candidates only come from readable homes"
     )]
-    fn scan(&self, query: &Query, scan: &Scan) -> Result<Scanned, NoteError> {
+    fn scan(&self, query: &Query) -> Result<Scanned, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
         let mut candidates: Vec<Candidate> = Vec::new();
@@ -696,8 +692,8 @@ impl Store {
         let mut home_symlinked = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
         let mut extra_symlinked = Vec::new();
-        // Listings use the metadata cache (one per home); a search reads whole files anyway.
-        let use_cache = matches!(scan, Scan::List) && self.cache.is_some();
+        // Listings use the metadata cache (one per home) when there is a cache directory.
+        let use_cache = self.cache.is_some();
         // Walk every home (one `lstat` per note with the cache) and load its cache, one thread
         // per home: the walks are independent and dominated by system calls.
         let root = &self.identity.root;
@@ -805,13 +801,7 @@ impl Store {
             .collect();
         let read = process_parallel(&unread, |&i, buf| {
             let candidate = &candidates[i];
-            examine(
-                candidate,
-                buf,
-                &plan,
-                scan,
-                caches[candidate.home].is_some(),
-            )
+            examine(candidate, buf, &plan, caches[candidate.home].is_some())
         });
         let mut learned: Vec<(usize, String, Box<CacheEntry>)> = Vec::new();
         for (&i, (outcome, entry)) in unread.iter().zip(read) {
@@ -844,46 +834,33 @@ impl Store {
                 Examined::Skip => {}
                 Examined::Crumpled => crumpled[candidate.home] += 1,
                 Examined::Failed => home_failed[candidate.home] = true,
-                Examined::Hit(meta, matches) => hits.push((candidate, meta, matches)),
+                Examined::Hit(meta) => hits.push((candidate, meta)),
             }
         }
-        let mut rows: Vec<(usize, Hit)> = hits
+        let mut rows: Vec<NoteRow> = hits
             .into_iter()
-            .filter(|(c, _, _)| !home_failed[c.home])
-            .map(|(c, meta, matches)| {
-                let meta = *meta;
+            .filter(|(c, _)| !home_failed[c.home])
+            .map(|(c, meta)| {
                 let home = homes[c.home]
                     .as_ref()
                     .expect("candidates only come from readable homes")
                     .clone();
-                let address = Address {
-                    home,
-                    vpath: c.file.rel,
-                };
-                let hit = match matches {
-                    None => Hit::Row(NoteRow {
-                        address,
-                        display: c.display,
-                        meta,
-                    }),
-                    Some((matches, matches_total)) => Hit::Search(SearchRow {
-                        address,
-                        display: c.display,
-                        meta,
-                        matches_total,
-                        matches,
-                    }),
-                };
-                (c.home, hit)
+                NoteRow {
+                    address: Address {
+                        home,
+                        vpath: c.file.rel,
+                    },
+                    display: c.display,
+                    meta: *meta,
+                }
             })
             .collect();
         // Sort row numbers, not rows: a row is a few hundred bytes, and a stable sort would move
         // each of them about log n times. The order is the same (stable on equal keys).
         let mut order: Vec<usize> = (0..rows.len()).collect();
         order.sort_by(|&a, &b| {
-            let (at, ad) = rows[a].1.key();
-            let (bt, bd) = rows[b].1.key();
-            recency_order(at, ad, bt, bd)
+            let (a, b) = (&rows[a], &rows[b]);
+            recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
         });
         // Put each row in its place by swaps (each swap settles one row): no second vector.
         let mut place = vec![0usize; order.len()];
@@ -897,7 +874,6 @@ impl Store {
                 place.swap(i, j);
             }
         }
-        let rows: Vec<Hit> = rows.into_iter().map(|(_, hit)| hit).collect();
         let mut status = Status::default();
         for (index, home) in homes.iter().enumerate() {
             if home_failed[index] {
@@ -961,42 +937,10 @@ type WalkedHome = Result<(Vec<NoteFile>, Option<HomeCache>), bool>;
 /// A home to read, or a namespace that could not be enumerated: `(label, is a symlink)`.
 type HomeOrUnreadable = Result<Home, (String, bool)>;
 
-enum Scan {
-    List,
-    Search(Matcher, Option<usize>),
-}
-
-enum Hit {
-    Row(NoteRow),
-    Search(SearchRow),
-}
-
-impl Hit {
-    fn key(&self) -> (DateTime<FixedOffset>, &str) {
-        match self {
-            Hit::Row(r) => (r.meta.updated_at, &r.display),
-            Hit::Search(r) => (r.meta.updated_at, &r.display),
-        }
-    }
-}
-
 struct Scanned {
-    rows: Vec<Hit>,
+    rows: Vec<NoteRow>,
     status: Status,
     failed: bool,
-}
-
-impl Scanned {
-    fn map_rows<T>(self, f: impl Fn(Hit) -> Option<T>) -> (Vec<T>, bool) {
-        (self.rows.into_iter().filter_map(f).collect(), self.failed)
-    }
-
-    fn into_status<T>(self, f: impl Fn(Hit) -> Option<T>) -> WithStatus<T> {
-        WithStatus {
-            rows: self.rows.into_iter().filter_map(f).collect(),
-            status: self.status,
-        }
-    }
 }
 
 fn strict<T>((rows, failed): (Vec<T>, bool)) -> Result<Vec<T>, NoteError> {
@@ -1020,7 +964,7 @@ enum Examined {
     Skip,
     Crumpled,
     Failed,
-    Hit(Box<NoteMeta>, Option<(Vec<LineMatch>, usize)>),
+    Hit(Box<NoteMeta>),
 }
 
 /// A candidate's outcome from its valid cache entry (listings), without opening the file;
@@ -1041,12 +985,11 @@ fn from_cache(candidate: &Candidate, plan: &Plan, cache: Option<&HomeCache>) -> 
     }
     let facts = entry.facts()?;
     match facts.meta {
-        Some(meta) => Some(Examined::Hit(Box::new(meta), None)),
+        Some(meta) => Some(Examined::Hit(Box::new(meta))),
         None => Some(examine_bytes(
             candidate,
             &mut Vec::new(),
             plan,
-            &Scan::List,
             Some(&facts.block),
         )),
     }
@@ -1058,10 +1001,9 @@ fn examine(
     candidate: &Candidate,
     buf: &mut Vec<u8>,
     plan: &Plan,
-    scan: &Scan,
     learn: bool,
 ) -> (Examined, Option<Box<CacheEntry>>) {
-    let outcome = examine_bytes(candidate, buf, plan, scan, None);
+    let outcome = examine_bytes(candidate, buf, plan, None);
     let Some(stat) = candidate.stat.filter(|_| learn) else {
         return (outcome, None);
     };
@@ -1079,23 +1021,18 @@ fn examine(
 }
 
 /// Examine one candidate from its file (read into `buf`), or from the frontmatter prefix
-/// `known` the cache holds for it (listings only): the same bytes give the same answer.
+/// `known` the cache holds for it: the same bytes give the same answer.
 fn examine_bytes(
     candidate: &Candidate,
     buf: &mut Vec<u8>,
     plan: &Plan,
-    scan: &Scan,
     known: Option<&[u8]>,
 ) -> Examined {
     let bytes: &[u8] = match known {
         Some(prefix) => prefix,
         None => {
-            let read = match scan {
-                // A listing needs only the frontmatter block: read the head of the file.
-                Scan::List => read_head_into(&candidate.file, buf),
-                Scan::Search(..) => read_into(&candidate.file, buf),
-            };
-            match read {
+            // A listing needs only the frontmatter block: read the head of the file.
+            match read_head_into(&candidate.file, buf) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     buf.clear();
@@ -1117,43 +1054,10 @@ fn examine_bytes(
             Examined::Skip
         };
     }
-    match scan {
-        Scan::List => {
-            let fields = frontmatter::fields_of_bytes(bytes);
-            let file = &candidate.file;
-            let fallback = stamp_fallback(&fields, &file.dir, file.name(), epoch());
-            Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)), None)
-        }
-        Scan::Search(matcher, max) => {
-            let (Some(bytes_re), Some(text_re)) = (&matcher.bytes, &matcher.text) else {
-                return Examined::Skip;
-            };
-            // Cheap rejection on the raw bytes: most notes cannot match at all.
-            if !bytes_re.is_match(bytes) {
-                return Examined::Skip;
-            }
-            let text = String::from_utf8_lossy(bytes);
-            let parsed = frontmatter::parse(&text);
-            let (matches, total) = body_matches(text_re, &parsed.body, *max);
-            if total == 0 {
-                return Examined::Skip;
-            }
-            let file = &candidate.file;
-            let fallback = stamp_fallback(&parsed.fields, &file.dir, file.name(), epoch());
-            let meta = NoteMeta::from_fields(&parsed.fields, fallback);
-            Examined::Hit(Box::new(meta), Some((matches, total)))
-        }
-    }
-}
-
-/// Read a whole file into `buf` with plain `read` calls, up to the size the open's `fstat`
-/// saw (no last empty `read`; `read_to_end` on a `File` would also ask for its size and
-/// position again: syscalls that are a measurable share of a 10,000-note scan). A read-only
-/// scan takes the file as it was when opened; a file that shrank meanwhile ends early.
-fn read_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
-    let (mut file, size) = file.open_sized()?;
-    buf.clear();
-    read_up_to(&mut file, buf, 0, size)
+    let fields = frontmatter::fields_of_bytes(bytes);
+    let file = &candidate.file;
+    let fallback = stamp_fallback(&fields, &file.dir, file.name(), epoch());
+    Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)))
 }
 
 /// How much of a note a listing reads first; frontmatter blocks are a few hundred bytes.

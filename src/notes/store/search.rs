@@ -1,0 +1,805 @@
+//! `notes-search`'s scan: walk the selected homes and search their note files on a few worker
+//! threads that share one queue of work (a directory to list, or a batch of one directory's
+//! files), so the cores stay busy whatever the shape of the store — one home holding most
+//! notes, one huge directory, many small ones. Each worker reads files into one buffer it
+//! reuses, checks the frontmatter for `crumpledAt` (counted for the status), tests the raw
+//! bytes with [`Matcher::may_match`] and decodes and parses only the files that can match; a
+//! row is built only for a file with a matching body line. The rows are then put in recency
+//! order, which is total (time, address, home), so the order in which workers finish never
+//! shows in the answer.
+//!
+//! Which files are notes is the rule of [`super::walk_files`]: regular files named `*.md`
+//! with UTF-8 names, in directories with UTF-8 names, never through a symlink (a directory
+//! swapped for a symlink while walking is skipped). A home that cannot be walked or read
+//! (any other error) is reported unavailable and contributes no rows and no counts.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Read};
+use std::ops::Range;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+use super::{
+    Address, Dir, EntryKind, Home, NoteError, NoteMeta, Query, SearchRow, Status, Store, confine,
+    epoch, frontmatter, open_home, stamp_fallback,
+};
+use crate::notes::query::{Matcher, recency_order};
+
+/// Files per work item: small enough that a large directory is shared between workers,
+/// large enough that the queue's lock is taken rarely.
+const BATCH: usize = 64;
+
+/// Helper threads start only once this many files, or an eighth as many subdirectories, are
+/// known: a small store is searched on the calling thread alone, without paying for a thread.
+const SPAWN_AFTER: usize = 64;
+
+/// What a search found, before the rows are handed out.
+pub(super) struct Searched {
+    pub rows: Vec<SearchRow>,
+    pub status: Status,
+    /// Some home (or namespace) could not be read.
+    pub failed: bool,
+}
+
+impl Store {
+    /// Search the homes `query` selects for `matcher`, keeping at most `max` lines per file.
+    pub(super) fn search_scan(
+        &self,
+        matcher: &Matcher,
+        query: &Query,
+        max: Option<usize>,
+    ) -> Result<Searched, NoteError> {
+        let plan = query.plan(&self.identity)?;
+        let homes = self.homes_of(&plan, query)?;
+        let mut failed = vec![false; homes.len()];
+        let mut symlinked = vec![false; homes.len()];
+        let mut roots = Vec::new();
+        for (index, home) in homes.iter().enumerate() {
+            let Ok(home) = home else { continue };
+            let Some(components) = home.components(&self.identity) else {
+                continue;
+            };
+            match open_home(&self.identity.root, &components) {
+                Ok(Some(dir)) => roots.push(Work::List(Listing {
+                    home: index,
+                    dir,
+                    rel: String::new(),
+                })),
+                Ok(None) => {}
+                Err(e) => {
+                    failed[index] = true;
+                    symlinked[index] = e.kind == confine::Kind::Symlink;
+                }
+            }
+        }
+        let prefixes: Vec<String> = homes
+            .iter()
+            .map(|h| h.as_ref().map(Home::prefix).unwrap_or_default())
+            .collect();
+        let job = Job {
+            matcher,
+            max,
+            pattern: plan.pattern.as_ref(),
+            wastebasket: plan.wastebasket,
+            prefixes: &prefixes,
+        };
+        let found = run(&job, roots, homes.len());
+        let mut crumpled = vec![0usize; homes.len()];
+        let mut hits = Vec::new();
+        for part in found {
+            for (index, n) in part.crumpled.iter().enumerate() {
+                crumpled[index] += n;
+                failed[index] |= part.failed[index];
+            }
+            hits.extend(part.hits);
+        }
+        let mut rows: Vec<(usize, SearchRow)> = hits
+            .into_iter()
+            .filter(|hit| !failed[hit.home])
+            .filter_map(|hit| {
+                let home = homes[hit.home].as_ref().ok()?.clone();
+                let display = format!("{}{}", prefixes[hit.home], hit.rel);
+                Some((
+                    hit.home,
+                    SearchRow {
+                        address: Address {
+                            home,
+                            vpath: hit.rel,
+                        },
+                        display,
+                        meta: hit.meta,
+                        matches_total: hit.total,
+                        matches: hit.matches,
+                    },
+                ))
+            })
+            .collect();
+        // Recency, then the address; the home breaks the one tie left (a session note whose
+        // path looks like another home's address), in home order as a listing has it.
+        rows.sort_by(|(ah, a), (bh, b)| {
+            recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
+                .then(ah.cmp(bh))
+        });
+        let mut status = Status::default();
+        let mut extra_unavailable = Vec::new();
+        let mut extra_symlinked = Vec::new();
+        for (index, home) in homes.iter().enumerate() {
+            match home {
+                Ok(home) if failed[index] => {
+                    if symlinked[index] {
+                        status.homes_symlinked.push(home.label());
+                    }
+                    status.homes_unavailable.push(home.label());
+                }
+                Ok(_) => status.crumpled_excluded += crumpled[index],
+                Err((label, symlink)) => {
+                    extra_unavailable.push(label.clone());
+                    if *symlink {
+                        extra_symlinked.push(label.clone());
+                    }
+                }
+            }
+        }
+        status.homes_unavailable.extend(extra_unavailable);
+        status.homes_symlinked.extend(extra_symlinked);
+        let failed = !status.homes_unavailable.is_empty();
+        Ok(Searched {
+            rows: rows.into_iter().map(|(_, row)| row).collect(),
+            status,
+            failed,
+        })
+    }
+}
+
+/// What every worker needs to know about the search.
+struct Job<'a> {
+    matcher: &'a Matcher,
+    max: Option<usize>,
+    pattern: Option<&'a regex::Regex>,
+    wastebasket: bool,
+    /// Per home: its address prefix.
+    prefixes: &'a [String],
+}
+
+/// A directory under a home: its handle and its path relative to the home (`""` for the home).
+struct Listing {
+    home: usize,
+    dir: Dir,
+    rel: String,
+}
+
+/// A listed directory's note file names (one string, split at `ends`).
+struct Listed {
+    at: Listing,
+    names: String,
+    ends: Vec<usize>,
+}
+
+impl Listed {
+    fn name(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.names[start..self.ends[i]]
+    }
+}
+
+enum Work {
+    /// List a directory already open (a home).
+    List(Listing),
+    /// Open a subdirectory of a listed directory, then list it.
+    Open(Arc<Listed>, OsString),
+    /// Search some of a listed directory's files.
+    Files(Arc<Listed>, Range<usize>),
+}
+
+/// The work queue shared by the workers.
+struct Queue {
+    state: Mutex<QueueState>,
+    ready: Condvar,
+}
+
+struct QueueState {
+    work: Vec<Work>,
+    /// Items taken and not yet finished (each may add more).
+    busy: usize,
+    /// Note files and subdirectories discovered so far.
+    found: Discovered,
+}
+
+/// What listings have discovered.
+#[derive(Debug, Clone, Copy, Default)]
+struct Discovered {
+    files: usize,
+    dirs: usize,
+}
+
+impl Discovered {
+    /// Enough work that helper threads pay for themselves.
+    fn worth_helpers(self) -> bool {
+        self.files >= SPAWN_AFTER || self.dirs >= SPAWN_AFTER / 8
+    }
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next item, waiting while others may still add some; `None` once all is done.
+    fn next(&self) -> Option<Work> {
+        let mut state = self.lock();
+        loop {
+            if let Some(work) = state.work.pop() {
+                state.busy += 1;
+                return Some(work);
+            }
+            if state.busy == 0 {
+                return None;
+            }
+            state = self
+                .ready
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Finish an item, adding the work it produced.
+    fn finish(&self, more: &mut Vec<Work>, found: Discovered) {
+        let mut state = self.lock();
+        state.busy -= 1;
+        state.found.files += found.files;
+        state.found.dirs += found.dirs;
+        let added = more.len();
+        state.work.append(more);
+        let all_done = state.busy == 0 && state.work.is_empty();
+        drop(state);
+        if all_done || added > 1 {
+            self.ready.notify_all();
+        } else if added == 1 {
+            self.ready.notify_one();
+        }
+    }
+
+    fn found(&self) -> Discovered {
+        self.lock().found
+    }
+}
+
+/// Run the search over `roots` on the calling thread, joined by helper threads once the
+/// store turns out large enough; one part per worker.
+#[allow(
+    clippy::expect_used,
+    reason = "search workers only read files and do not panic"
+)]
+fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
+    let queue = Queue {
+        state: Mutex::new(QueueState {
+            work: roots,
+            busy: 0,
+            found: Discovered::default(),
+        }),
+        ready: Condvar::new(),
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(8);
+    let helper = || {
+        let mut worker = Worker::new(job, homes);
+        let mut more = Vec::new();
+        while let Some(item) = queue.next() {
+            let found = worker.work(item, &mut more);
+            queue.finish(&mut more, found);
+        }
+        worker.found
+    };
+    std::thread::scope(|scope| {
+        let mut main = Worker::new(job, homes);
+        let mut helpers = Vec::new();
+        let mut more = Vec::new();
+        while let Some(item) = queue.next() {
+            let found = main.work(item, &mut more);
+            queue.finish(&mut more, found);
+            if helpers.is_empty() && threads > 1 && queue.found().worth_helpers() {
+                for _ in 1..threads {
+                    helpers.push(scope.spawn(helper));
+                }
+            }
+        }
+        let mut found = vec![main.found];
+        found.extend(helpers.into_iter().map(|h| {
+            h.join()
+                .expect("search workers only read files and do not panic")
+        }));
+        found
+    })
+}
+
+/// A matching file, as a worker found it.
+struct Hit {
+    home: usize,
+    rel: String,
+    meta: NoteMeta,
+    matches: Vec<crate::notes::query::LineMatch>,
+    total: usize,
+}
+
+/// One worker's findings.
+struct Found {
+    hits: Vec<Hit>,
+    /// Per home: crumpled notes skipped (outside wastebasket mode).
+    crumpled: Vec<usize>,
+    /// Per home: something in it could not be read.
+    failed: Vec<bool>,
+}
+
+struct Worker<'a> {
+    job: &'a Job<'a>,
+    /// The file being searched (kept at its largest length: no zeroing per file).
+    buf: Vec<u8>,
+    /// The address being tested against the glob.
+    display: String,
+    found: Found,
+}
+
+impl<'a> Worker<'a> {
+    fn new(job: &'a Job<'a>, homes: usize) -> Worker<'a> {
+        Worker {
+            job,
+            buf: Vec::new(),
+            display: String::new(),
+            found: Found {
+                hits: Vec::new(),
+                crumpled: vec![0; homes],
+                failed: vec![false; homes],
+            },
+        }
+    }
+
+    /// Do one item, pushing what it produces onto `more`; returns what it discovered.
+    fn work(&mut self, item: Work, more: &mut Vec<Work>) -> Discovered {
+        match item {
+            Work::List(listing) => self.list(listing, more),
+            Work::Open(parent, name) => {
+                let at = &parent.at;
+                let opened = at.dir.child(&name);
+                let rel = child_rel(&at.rel, name.to_str().unwrap_or_default());
+                let home = at.home;
+                drop(parent);
+                match opened {
+                    Ok(Some(dir)) => self.list(Listing { home, dir, rel }, more),
+                    Ok(None) => Discovered::default(),
+                    Err(e) if e.kind == confine::Kind::Symlink => Discovered::default(),
+                    Err(_) => {
+                        self.found.failed[home] = true;
+                        Discovered::default()
+                    }
+                }
+            }
+            Work::Files(listed, range) => {
+                for i in range {
+                    self.file(&listed, i);
+                }
+                Discovered::default()
+            }
+        }
+    }
+
+    /// List a directory: its subdirectories and batches of its note files become work.
+    fn list(&mut self, at: Listing, more: &mut Vec<Work>) -> Discovered {
+        let mut subdirs: Vec<OsString> = Vec::new();
+        let mut names = String::new();
+        let mut ends = Vec::new();
+        let listed = at.dir.for_each_entry(|name, kind| {
+            let Some(text) = name.to_str() else {
+                return Ok(()); // not addressable
+            };
+            match kind {
+                EntryKind::Dir => subdirs.push(name.to_os_string()),
+                EntryKind::File if text.ends_with(".md") => {
+                    names.push_str(text);
+                    ends.push(names.len());
+                }
+                _ => {}
+            }
+            Ok(())
+        });
+        if listed.is_err() {
+            self.found.failed[at.home] = true;
+            return Discovered::default();
+        }
+        let count = ends.len();
+        let found = Discovered {
+            files: count,
+            dirs: subdirs.len(),
+        };
+        let listed = Arc::new(Listed { at, names, ends });
+        for name in subdirs {
+            more.push(Work::Open(Arc::clone(&listed), name));
+        }
+        // Pushed last, taken first: the directory's files are searched (and its handle
+        // closed) before the walk goes deeper.
+        let mut start = 0;
+        while start < count {
+            let end = (start + BATCH).min(count);
+            more.push(Work::Files(Arc::clone(&listed), start..end));
+            start = end;
+        }
+        found
+    }
+
+    /// Search one note file of a listed directory.
+    fn file(&mut self, listed: &Listed, i: usize) {
+        let job = self.job;
+        let home = listed.at.home;
+        let name = listed.name(i);
+        if let Some(glob) = job.pattern {
+            self.display.clear();
+            self.display.push_str(&job.prefixes[home]);
+            if !listed.at.rel.is_empty() {
+                self.display.push_str(&listed.at.rel);
+                self.display.push('/');
+            }
+            self.display.push_str(name);
+            if !glob.is_match(&self.display) {
+                return;
+            }
+        }
+        let len = match read_whole(&listed.at.dir, OsStr::new(name), &mut self.buf) {
+            Ok(Some(len)) => len,
+            Ok(None) => return, // vanished since the directory was listed
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(_) => {
+                self.found.failed[home] = true;
+                return;
+            }
+        };
+        let bytes = &self.buf[..len];
+        let crumpled = frontmatter::block_has_key(bytes, "crumpledAt");
+        if crumpled != job.wastebasket {
+            if crumpled {
+                self.found.crumpled[home] += 1;
+            }
+            return;
+        }
+        // Most files cannot match: they are never decoded or parsed.
+        if !job.matcher.may_match(bytes) {
+            return;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let parsed = frontmatter::parse(&text);
+        let (matches, total) = job.matcher.lines(&parsed.body, job.max);
+        if total == 0 {
+            return;
+        }
+        let fallback = stamp_fallback(&parsed.fields, &listed.at.dir, OsStr::new(name), epoch());
+        self.found.hits.push(Hit {
+            home,
+            rel: child_rel(&listed.at.rel, name),
+            meta: NoteMeta::from_fields(&parsed.fields, fallback),
+            matches,
+            total,
+        });
+    }
+}
+
+fn child_rel(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_owned()
+    } else {
+        let mut s = String::with_capacity(rel.len() + 1 + name.len());
+        s.push_str(rel);
+        s.push('/');
+        s.push_str(name);
+        s
+    }
+}
+
+/// Read the regular file `name` of `dir` into `buf` up to the size its open's `fstat` saw
+/// (no last empty `read`), growing `buf` when needed but never shrinking it; returns the
+/// length read, `None` when the file is gone. A file that shrank meanwhile ends early.
+fn read_whole(dir: &Dir, name: &OsStr, buf: &mut Vec<u8>) -> io::Result<Option<usize>> {
+    let Some((mut file, size)) = dir.open_file_sized(name)? else {
+        return Ok(None);
+    };
+    let want = usize::try_from(size).unwrap_or(usize::MAX);
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
+    let mut len = 0;
+    while len < want {
+        match file.read(&mut buf[len..want]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(len))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The search against a plain reference: every note file found by the one walk
+    //! definition, read whole, decoded, parsed and matched line by line without any
+    //! prefilter. Same rows (address, metadata, matches), same status; and the prefilter
+    //! says "maybe" for every file the reference finds a match in.
+
+    use std::fs;
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::super::walk;
+    use super::*;
+    use crate::notes::Identity;
+
+    const HOMES: [&str; 5] = [
+        "pi/session/s1",
+        "project/k-1",
+        "human",
+        "agents/ann",
+        "models/m",
+    ];
+
+    /// Text pieces notes and queries are made of: case variants Unicode simple folding
+    /// relates (`K`/`k`/Kelvin, `σ`/`ς`/`Σ`, `ſ`/`s`) and ones it does not (`ß`/`ss`, `İ`/`i`,
+    /// `ı`), U+FFFD, line ends, and bytes that are not UTF-8 (notes only).
+    const PIECES: &[&[u8]] = &[
+        b"zebra",
+        b"ZEBRA",
+        b"Zebrafish Lantern",
+        b"lantern",
+        "İ".as_bytes(),
+        "i\u{307}".as_bytes(),
+        "ı".as_bytes(),
+        b"I",
+        b"i",
+        "ß".as_bytes(),
+        "ẞ".as_bytes(),
+        b"ss",
+        b"K",
+        "\u{212a}".as_bytes(),
+        b"k",
+        "ſ".as_bytes(),
+        b"s",
+        "σ".as_bytes(),
+        "ς".as_bytes(),
+        "Σ".as_bytes(),
+        "\u{fffd}".as_bytes(),
+        "日本".as_bytes(),
+        "😀".as_bytes(),
+        b" ",
+        b"\n",
+        b"\r\n",
+        b"\r",
+        b"---",
+        b"crumpledAt",
+        b"\xff",
+        b"\xc3",
+        b"\xe2\x82",
+    ];
+
+    fn identity(root: &Path) -> Identity {
+        Identity::new(root, Some("s1"), "k-1", "ann", "m").unwrap()
+    }
+
+    #[derive(Debug, Clone)]
+    struct NoteSpec {
+        home: usize,
+        dir: u8,
+        name: u8,
+        /// 0 no block, 1 a block, 2 a crumpled block, 3 a CRLF block, 4 a block without
+        /// `updatedAt` (the file time stands in).
+        block: u8,
+        stamp: u8,
+        /// A frontmatter value: a query may match only there.
+        field: Vec<u8>,
+        body: Vec<Vec<u8>>,
+    }
+
+    fn note() -> impl Strategy<Value = NoteSpec> {
+        let piece = proptest::sample::select(PIECES).prop_map(<[u8]>::to_vec);
+        (
+            0..5usize,
+            0..3u8,
+            0..6u8,
+            0..5u8,
+            any::<u8>(),
+            piece.clone(),
+            proptest::collection::vec(piece, 0..14),
+        )
+            .prop_map(|(home, dir, name, block, stamp, field, body)| NoteSpec {
+                home,
+                dir,
+                name,
+                block,
+                stamp,
+                field,
+                body,
+            })
+    }
+
+    fn content(spec: &NoteSpec) -> Vec<u8> {
+        let updated = format!("2026-01-{:02}T10:00:00.000+00:00", 1 + spec.stamp % 4);
+        let field = String::from_utf8_lossy(&spec.field).replace(['\r', '\n'], " ");
+        let mut out = match spec.block {
+            1 => format!("---\nupdatedAt: {updated}\ntags: \"{field}\"\n---\n\n"),
+            2 => format!("---\ncrumpledAt: {updated}\nupdatedAt: {updated}\n---\n\n"),
+            3 => format!("---\r\nupdatedAt: {updated}\r\nnote: \"{field}\"\r\n---\r\n\r\n"),
+            4 => format!("---\ntags: \"{field}\"\n---\n"),
+            _ => String::new(),
+        }
+        .into_bytes();
+        for piece in &spec.body {
+            out.extend_from_slice(piece);
+        }
+        out
+    }
+
+    fn write_note(root: &Path, spec: &NoteSpec) {
+        let mut path = root.join(HOMES[spec.home]);
+        if spec.dir > 0 {
+            path = path.join(format!("d{}", spec.dir));
+        }
+        fs::create_dir_all(&path).unwrap();
+        fs::write(path.join(format!("n{}.md", spec.name)), content(spec)).unwrap();
+    }
+
+    /// Many notes in one directory and in nested ones, so helper threads start and a
+    /// directory's files are split into batches.
+    fn write_bulk(root: &Path, home: usize, count: usize) {
+        for i in 0..count {
+            let dir = root.join(HOMES[home]).join(format!("bulk/{}", i % 3));
+            fs::create_dir_all(&dir).unwrap();
+            let text = format!(
+                "---\n{}updatedAt: 2026-02-{:02}T00:00:00.000+00:00\n---\n\nline {i}\n{}\n",
+                if i % 11 == 0 {
+                    "crumpledAt: 2026-01-01T00:00:00.000+00:00\n"
+                } else {
+                    ""
+                },
+                1 + i % 28,
+                if i % 7 == 0 {
+                    "a ZEBRA here"
+                } else {
+                    "nothing"
+                },
+            );
+            fs::write(dir.join(format!("b{i:03}.md")), text).unwrap();
+        }
+    }
+
+    /// The reference answer, checking the prefilter on every file on the way.
+    fn reference(
+        root: &Path,
+        matcher: &Matcher,
+        wastebasket: bool,
+        max: Option<usize>,
+    ) -> Result<(Vec<SearchRow>, Status), TestCaseError> {
+        let identity = identity(root);
+        let mut rows: Vec<(usize, SearchRow)> = Vec::new();
+        let mut status = Status::default();
+        for (index, home) in Home::defaults(&identity).into_iter().enumerate() {
+            let mut files = Vec::new();
+            walk(&root.join(HOMES[index]), "", &mut files).unwrap();
+            for (rel, path) in files {
+                let raw = fs::read(&path).unwrap();
+                let crumpled = frontmatter::block_has_key(&raw, "crumpledAt");
+                if crumpled != wastebasket {
+                    status.crumpled_excluded += usize::from(crumpled);
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&raw);
+                let parsed = frontmatter::parse(&text);
+                let (matches, total) = matcher.lines(&parsed.body, max);
+                if total == 0 {
+                    continue;
+                }
+                prop_assert!(
+                    matcher.may_match(&raw),
+                    "the prefilter rejected {rel}, which matches: {raw:?}"
+                );
+                let dir = Dir::open_root(path.parent().unwrap()).unwrap().unwrap();
+                let name = path.file_name().unwrap();
+                let fallback = stamp_fallback(&parsed.fields, &dir, name, epoch());
+                let display = format!("{}{rel}", home.prefix());
+                rows.push((
+                    index,
+                    SearchRow {
+                        address: Address {
+                            home: home.clone(),
+                            vpath: rel,
+                        },
+                        display,
+                        meta: NoteMeta::from_fields(&parsed.fields, fallback),
+                        matches_total: total,
+                        matches,
+                    },
+                ));
+            }
+        }
+        rows.sort_by(|(ah, a), (bh, b)| {
+            recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
+                .then(ah.cmp(bh))
+        });
+        Ok((rows.into_iter().map(|(_, r)| r).collect(), status))
+    }
+
+    fn query_text() -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(PIECES), 1..4).prop_filter_map(
+            "queries are UTF-8 and non-empty",
+            |pieces| {
+                let text = String::from_utf8(pieces.concat()).ok()?;
+                (!text.is_empty()).then_some(text)
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn search_equals_the_unfiltered_reference(
+            notes in proptest::collection::vec(note(), 1..16),
+            bulk in proptest::option::of((0..5usize, 60..140usize)),
+            queries in proptest::collection::vec(query_text(), 1..3),
+            wastebasket in any::<bool>(),
+            max in proptest::option::of(1..3usize),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("notes");
+            for spec in &notes {
+                write_note(&root, spec);
+            }
+            if let Some((home, count)) = bulk {
+                write_bulk(&root, home, count);
+            }
+            let store = Store::new(identity(&root));
+            let matcher = Matcher::new(&queries).unwrap();
+            let (rows, status) = reference(&root, &matcher, wastebasket, max)?;
+            let query = Query { wastebasket, ..Query::default() };
+            let found = store.search_with_status(&queries, &query, max).unwrap();
+            prop_assert_eq!(format!("{:#?}", found.rows), format!("{rows:#?}"));
+            prop_assert_eq!(found.status, status);
+        }
+    }
+
+    #[test]
+    fn prefilter_never_rejects_a_match_in_decoded_text() {
+        // Invalid bytes decode to U+FFFD: a query holding it matches where the raw bytes
+        // hold no U+FFFD at all.
+        let matcher = Matcher::new(&["a\u{fffd}b"]).unwrap();
+        let raw = b"xx a\xffb yy";
+        let text = String::from_utf8_lossy(raw);
+        assert_eq!(matcher.lines(&text, None).1, 1);
+        assert!(matcher.may_match(raw));
+        // Valid text holding none of the queries is still rejected.
+        assert!(!matcher.may_match("a b \u{fffd}".as_bytes()));
+        // A query found only in the frontmatter passes the prefilter, not the matcher.
+        let only_block = Matcher::new(&["needle"]).unwrap();
+        let raw = b"---\ntags: needle\n---\n\nbody";
+        assert!(only_block.may_match(raw));
+        let text = String::from_utf8_lossy(raw);
+        assert_eq!(only_block.lines(&frontmatter::parse(&text).body, None).1, 0);
+    }
+
+    #[test]
+    fn a_large_store_is_searched_on_several_threads_with_the_same_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        write_bulk(&root, 3, 700);
+        write_bulk(&root, 2, 90);
+        let store = Store::new(identity(&root));
+        for (queries, wastebasket) in [(vec!["zebra"], false), (vec!["LINE 1", "here"], true)] {
+            let matcher = Matcher::new(&queries).unwrap();
+            let (rows, status) = reference(&root, &matcher, wastebasket, Some(1)).unwrap();
+            let query = Query {
+                wastebasket,
+                ..Query::default()
+            };
+            let found = store.search_with_status(&queries, &query, Some(1)).unwrap();
+            assert!(!rows.is_empty());
+            assert_eq!(format!("{:?}", found.rows), format!("{rows:?}"));
+            assert_eq!(found.status, status);
+        }
+    }
+}
