@@ -669,6 +669,30 @@ mod tests {
         }
     }
 
+    /// Entries that are not notes, or are reached only through a symlink, next to real
+    /// notes in `home`: a symlinked note and directory, a directory named like a note
+    /// (searched into), a FIFO, a file with another extension, and a name that is not UTF-8.
+    fn write_decoys(root: &Path, home: usize) {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = root.join(HOMES[home]);
+        let target = dir.join("real");
+        fs::create_dir_all(&target).unwrap();
+        fs::write(target.join("t.md"), "zebra in a real note").unwrap();
+        std::os::unix::fs::symlink(target.join("t.md"), dir.join("link.md")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("linked")).unwrap();
+        fs::create_dir_all(dir.join("dir.md")).unwrap();
+        fs::write(dir.join("dir.md/inner.md"), "ZEBRA inside dir.md").unwrap();
+        fs::write(dir.join("notes.txt"), "zebra, not a note").unwrap();
+        fs::write(
+            dir.join(std::ffi::OsStr::from_bytes(b"bad-\xff.md")),
+            "zebra under a name that is not UTF-8",
+        )
+        .unwrap();
+        let fifo = dir.join("pipe.md");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo {}", fifo.display());
+    }
+
     /// The reference answer, checking the prefilter on every file on the way.
     fn reference(
         root: &Path,
@@ -741,6 +765,7 @@ mod tests {
         fn search_equals_the_unfiltered_reference(
             notes in proptest::collection::vec(note(), 1..16),
             bulk in proptest::option::of((0..5usize, 60..140usize)),
+            decoys in proptest::option::of(0..5usize),
             queries in proptest::collection::vec(query_text(), 1..3),
             wastebasket in any::<bool>(),
             max in proptest::option::of(1..3usize),
@@ -752,6 +777,9 @@ mod tests {
             }
             if let Some((home, count)) = bulk {
                 write_bulk(&root, home, count);
+            }
+            if let Some(home) = decoys {
+                write_decoys(&root, home);
             }
             let store = Store::new(identity(&root));
             let matcher = Matcher::new(&queries).unwrap();
@@ -780,6 +808,24 @@ mod tests {
         assert!(only_block.may_match(raw));
         let text = String::from_utf8_lossy(raw);
         assert_eq!(only_block.lines(&frontmatter::parse(&text).body, None).1, 0);
+    }
+
+    #[test]
+    fn symlinks_fifos_other_files_and_non_utf8_names_are_not_searched() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        write_decoys(&root, 2);
+        let store = Store::new(identity(&root));
+        let found = store
+            .search_with_status(&["zebra"], &Query::default(), None)
+            .unwrap();
+        let mut shown: Vec<&str> = found.rows.iter().map(|r| r.display.as_str()).collect();
+        shown.sort();
+        assert_eq!(shown, ["@human/dir.md/inner.md", "@human/real/t.md"]);
+        let matcher = Matcher::new(&["zebra"]).unwrap();
+        let (rows, status) = reference(&root, &matcher, false, None).unwrap();
+        assert_eq!(format!("{:?}", found.rows), format!("{rows:?}"));
+        assert_eq!(found.status, status);
     }
 
     #[test]
