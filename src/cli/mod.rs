@@ -16,6 +16,8 @@ pub mod examples;
 pub mod history;
 pub mod mcp;
 pub mod notes;
+#[cfg(test)]
+mod parse_tests;
 pub mod project_key;
 pub mod schema;
 pub mod strict;
@@ -34,30 +36,75 @@ use clap::{Parser, Subcommand};
 pub use common::{Exit, Format, emit, read_request};
 pub use error::{Answer, CmdError};
 
-/// Durable memory for coding agents: notes, session history, boot block, budget policy and
-/// dream consolidation, as plumbing commands that read one JSON request on stdin and write
-/// one JSON result on stdout.
-#[derive(Debug, Parser)]
-#[command(
-    name = "pi-context",
-    version,
-    propagate_version = true,
-    max_term_width = 100,
-    after_long_help = examples::TOP_LEVEL,
-    mut_subcommands = examples::attach
-)]
-pub struct Cli {
-    /// What to print on stdout: the JSON envelope (default), the model-facing text, or both
-    /// (the envelope with an added top-level "text" field).
-    #[arg(long, global = true, value_enum, default_value_t = Format::Json)]
-    pub format: Format,
-
-    #[command(subcommand)]
-    pub command: Command,
+/// The top-level command line, written once for two structs: [`Cli`], the whole command tree,
+/// and `Top`, the same top level without its subcommands, to which [`parse`] adds only the
+/// subcommand being run.
+macro_rules! top_level {
+    ($(#[$extra:meta])* $vis:vis struct $name:ident { $($fields:tt)* }) => {
+        /// Durable memory for coding agents: notes, session history, boot block, budget policy and
+        /// dream consolidation, as plumbing commands that read one JSON request on stdin and write
+        /// one JSON result on stdout.
+        #[derive(Debug, Parser)]
+        #[command(
+            name = "pi-context",
+            version,
+            propagate_version = true,
+            max_term_width = 100,
+            after_long_help = examples::TOP_LEVEL,
+            mut_subcommands = examples::attach
+        )]
+        $(#[$extra])*
+        $vis struct $name {
+            /// What to print on stdout: the JSON envelope (default), the model-facing text, or both
+            /// (the envelope with an added top-level "text" field).
+            #[arg(long, global = true, value_enum, default_value_t = Format::Json)]
+            pub format: Format,
+            $($fields)*
+        }
+    };
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Command {
+top_level! {
+    pub struct Cli {
+        #[command(subcommand)]
+        pub command: Command,
+    }
+}
+
+top_level! {
+    #[allow(dead_code)] // only its command is built, never its value
+    #[group(id = "Cli")] // the argument group the derive names after the struct, as in `Cli`
+    struct Top {}
+}
+
+/// The subcommands, written once for two uses: the [`Command`] enum (the whole tree, for help,
+/// completions, man pages and errors) and `with_subcommand`, which adds one of them — built by
+/// the same derive from the same attributes — to the top level.
+macro_rules! subcommands {
+    ($($(#[$attr:meta])* $variant:ident($args:ty),)*) => {
+        #[derive(Debug, Subcommand)]
+        pub enum Command {
+            $($(#[$attr])* $variant($args),)*
+        }
+
+        /// `top` with the one subcommand called `name` added, or `None` when there is none.
+        fn with_subcommand(top: clap::Command, name: &str) -> Option<clap::Command> {
+            $({
+                #[derive(Subcommand)]
+                #[allow(dead_code)] // only its command is built, never its value
+                enum One {
+                    $(#[$attr])* $variant($args),
+                }
+                if <One as Subcommand>::has_subcommand(name) {
+                    return Some(<One as Subcommand>::augment_subcommands(top));
+                }
+            })*
+            None
+        }
+    };
+}
+
+subcommands! {
     NotesWrite(notes::write::Args),
     NotesRead(notes::read::Args),
     NotesUpdate(notes::update::Args),
@@ -245,11 +292,69 @@ pub fn main() -> ExitCode {
 /// Parse the command line. Beyond clap's own checks, `completions` refuses an explicit
 /// `--format`: the flag is global, but a completion script has no JSON or text form, and
 /// silently ignoring it would hide a mistake.
+///
+/// A command line that names a subcommand is first parsed against the top level with only that
+/// subcommand (building all nineteen costs a tool call more than the rest of its start-up); only
+/// help, version, completions, errors and unknown names build the whole tree, so everything
+/// clap prints comes from the whole tree. `tests::lazy_subcommands_parse_like_the_full_tree`
+/// proves each lazily built subcommand equal to the one in the tree.
 pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    if let Some(cli) = parse_lazily(&args) {
+        return Ok(cli);
+    }
+    parse_full(args)
+}
+
+/// The name of the subcommand the command line runs, when only `--format` precedes it.
+fn subcommand_name(args: &[std::ffi::OsString]) -> Option<&str> {
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let arg = arg.to_str()?;
+        if arg == "--format" {
+            rest.next()?;
+        } else if arg.starts_with("--format=") {
+            continue;
+        } else if arg.starts_with('-') {
+            return None;
+        } else {
+            return Some(arg);
+        }
+    }
+    None
+}
+
+/// The top level with only the subcommand `name` (`None` when there is no such subcommand).
+pub fn lazy_command(name: &str) -> Option<clap::Command> {
+    use clap::CommandFactory;
+    let command = with_subcommand(Top::command(), name)?;
+    // What the derive adds for a required subcommand field, and the attribute that can only
+    // reach subcommands present when it runs.
+    Some(
+        command
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .mut_subcommands(examples::attach),
+    )
+}
+
+/// A successful parse against the top level with only the named subcommand; `None` sends every
+/// other case (help, version, errors, `completions`) to the whole tree.
+fn parse_lazily(args: &[std::ffi::OsString]) -> Option<Cli> {
+    use clap::FromArgMatches;
+    let name = subcommand_name(args)?;
+    if name == "completions" {
+        return None;
+    }
+    let matches = lazy_command(name)?.try_get_matches_from(args).ok()?;
+    Cli::from_arg_matches(&matches).ok()
+}
+
+fn parse_full(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     use clap::parser::ValueSource;
     use clap::{CommandFactory, FromArgMatches};
     let mut command = Cli::command();

@@ -77,7 +77,6 @@ impl Journal {
         created: Option<&Value>,
         at: DateTime<FixedOffset>,
     ) -> io::Result<Vec<Entry>> {
-        fs::create_dir_all(&self.dir)?;
         let path = self.file(rel);
         let entry = Entry {
             path: rel.to_owned(),
@@ -88,16 +87,12 @@ impl Journal {
         let mut line = serde_json::to_vec(&entry).map_err(io::Error::other)?;
         line.push(b'\n');
         loop {
-            let mut file = OpenOptions::new()
-                .read(true)
-                .append(true)
-                .create(true)
-                .open(&path)?;
+            let mut file = self.open_append(&path, true)?;
             file.lock()?;
-            if !still_linked(&file, &path)? {
+            let Some(len) = linked_len(&file, &path)? else {
                 continue; // taken (unlinked) while we waited: append to the new file
-            }
-            let (earlier, clean_end) = read_entries(&mut file, rel)?;
+            };
+            let (earlier, clean_end) = read_entries(&mut file, rel, len)?;
             if earlier.len() >= COMPACT_AT {
                 // Replace the file (we hold its lock; waiting readers see it unlinked and retry).
                 let mut all = compact(&earlier);
@@ -136,10 +131,10 @@ impl Journal {
             Err(e) => return Err(e),
         };
         file.lock()?;
-        if !still_linked(&file, &path)? {
+        let Some(len) = linked_len(&file, &path)? else {
             return Ok(Vec::new()); // taken by someone else meanwhile
-        }
-        let (entries, _) = read_entries(&mut file, rel)?;
+        };
+        let (entries, _) = read_entries(&mut file, rel, len)?;
         fs::remove_file(&path)?;
         Ok(entries)
     }
@@ -152,20 +147,38 @@ impl Journal {
     }
 
     fn append_raw(&self, rel: &str, entry: &Entry) -> io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
         let path = self.file(rel);
         let mut line0 = serde_json::to_vec(entry).map_err(io::Error::other)?;
         line0.push(b'\n');
         loop {
             let mut line = line0.clone();
-            let mut file = OpenOptions::new().append(true).create(true).open(&path)?;
+            let mut file = self.open_append(&path, false)?;
             file.lock()?;
-            if still_linked(&file, &path)? {
-                if file.metadata()?.len() > 0 {
+            if let Some(len) = linked_len(&file, &path)? {
+                if len > 0 {
                     line.insert(0, b'\n'); // an empty line in between is harmless
                 }
                 return file.write_all(&line);
             }
+        }
+    }
+
+    /// Open (creating) a journal file for appending; the journal directory is created only
+    /// when the open finds it missing (once per notes root, not on every read).
+    fn open_append(&self, path: &Path, read: bool) -> io::Result<File> {
+        let open = || {
+            OpenOptions::new()
+                .read(read)
+                .append(true)
+                .create(true)
+                .open(path)
+        };
+        match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.dir)?;
+                open()
+            }
+            opened => opened,
         }
     }
 
@@ -208,11 +221,11 @@ impl Journal {
     }
 }
 
-/// The entries of `file` (read from its start) that belong to `rel`, torn lines skipped; and
-/// whether the file ends at a line end.
-fn read_entries(file: &mut File, rel: &str) -> io::Result<(Vec<Entry>, bool)> {
-    let mut text = Vec::new();
-    file.read_to_end(&mut text)?;
+/// The entries of `file` (its first `len` bytes: its length under the lock every writer takes)
+/// that belong to `rel`, torn lines skipped; and whether the file ends at a line end.
+fn read_entries(file: &mut File, rel: &str, len: u64) -> io::Result<(Vec<Entry>, bool)> {
+    let mut text = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    Read::by_ref(file).take(len).read_to_end(&mut text)?;
     let clean_end = text.is_empty() || text.ends_with(b"\n");
     let entries = text
         .split(|b| *b == b'\n')
@@ -222,12 +235,15 @@ fn read_entries(file: &mut File, rel: &str) -> io::Result<(Vec<Entry>, bool)> {
     Ok((entries, clean_end))
 }
 
-fn still_linked(file: &File, path: &Path) -> io::Result<bool> {
+/// The length of the locked `file` while it is still the journal file at `path`; `None` once
+/// it was taken (unlinked, perhaps replaced) while we waited for its lock.
+fn linked_len(file: &File, path: &Path) -> io::Result<Option<u64>> {
     use std::os::unix::fs::MetadataExt;
     let held = file.metadata()?;
     match fs::metadata(path) {
-        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => Ok(Some(held.len())),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
 }

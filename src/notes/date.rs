@@ -29,18 +29,37 @@ use regex::Regex;
 /// assert!(parse_date("1600000000000").is_none());
 /// assert!(parse_date("yesterday").is_none());
 /// ```
+pub fn parse_date(value: &str) -> Option<DateTime<FixedOffset>> {
+    let value = value.trim();
+    stamp_as_written(value).or_else(|| by_grammar(value))
+}
+
+/// The form pi-context writes (`YYYY-MM-DDTHH:MM:SS.mmm±HH:MM`, see `note::format_stamp`), read
+/// without compiling the grammar: accepted only when chrono reads it as RFC 3339 and writes it
+/// back as exactly the same text (so it is in the grammar and means the same instant and
+/// offset); a leap second (`:60`, which the grammar refuses) is left to the grammar.
+fn stamp_as_written(value: &str) -> Option<DateTime<FixedOffset>> {
+    use chrono::{SecondsFormat, Timelike};
+    if value.len() != "2026-01-01T00:00:00.000+00:00".len() {
+        return None;
+    }
+    let t = DateTime::parse_from_rfc3339(value).ok()?;
+    (t.nanosecond() < 1_000_000_000 && t.to_rfc3339_opts(SecondsFormat::Millis, false) == value)
+        .then_some(t)
+}
+
 #[allow(
     clippy::expect_used,
     reason = "the date grammar is a valid regex because it is a constant"
 )]
-pub fn parse_date(value: &str) -> Option<DateTime<FixedOffset>> {
+fn by_grammar(value: &str) -> Option<DateTime<FixedOffset>> {
     static GRAMMAR: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[Tt ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,9}))?)?([Zz]|([+-])([0-9]{2})(?::?([0-9]{2}))?)?)?$",
         )
         .expect("the date grammar is a valid regex because it is a constant")
     });
-    let caps = GRAMMAR.captures(value.trim())?;
+    let caps = GRAMMAR.captures(value)?;
     let num =
         |i: usize| -> Option<u32> { caps.get(i).map(|m| m.as_str().parse().unwrap_or(u32::MAX)) };
     let year = i32::try_from(num(1)?).ok()?;
@@ -85,6 +104,57 @@ pub fn is_date(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut for written stamps answers as the grammar: for every instant and offset
+    /// written the way pi-context writes them, and for near misses of that form.
+    #[test]
+    fn written_stamps_read_as_the_grammar_reads_them() {
+        use chrono::{SecondsFormat, TimeZone};
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut taken = 0;
+        for _ in 0..20_000 {
+            let millis = (next() % 400_000_000_000_000) as i64 - 62_000_000_000_000;
+            let offset = (next() % (2 * 86_399)) as i32 - 86_399;
+            let offset = FixedOffset::east_opt(offset - offset % 60).unwrap();
+            let Some(t) = offset.timestamp_millis_opt(millis).single() else {
+                continue;
+            };
+            let text = t.to_rfc3339_opts(SecondsFormat::Millis, false);
+            let by_shortcut = stamp_as_written(&text);
+            taken += usize::from(by_shortcut.is_some());
+            if let Some(t2) = by_shortcut {
+                assert_eq!((t2, t2.offset()), (t, t.offset()), "{text}");
+            }
+            assert_eq!(parse_date(&text), by_grammar(&text), "{text}");
+            // Near misses: every single byte changed to each character the form uses.
+            let i = (next() % text.len() as u64) as usize;
+            for c in "0123456789T:-+.Zz 6".chars() {
+                let mut bytes = text.clone().into_bytes();
+                bytes[i] = c as u8;
+                let Ok(near) = String::from_utf8(bytes) else {
+                    continue;
+                };
+                assert_eq!(parse_date(&near), by_grammar(&near), "{near}");
+            }
+        }
+        assert!(taken > 5_000, "the shortcut was taken {taken} times");
+        for text in [
+            "2026-12-31T23:59:60.000+00:00",
+            "2026-01-01T00:00:00.000-00:00",
+            "2026-01-01t00:00:00.000+00:00",
+            "2026-01-01 00:00:00.000+00:00",
+            "2026-02-29T00:00:00.000+00:00",
+            "2026-01-01T00:00:00.000+24:00",
+        ] {
+            assert_eq!(parse_date(text), by_grammar(text), "{text}");
+        }
+    }
 
     #[test]
     fn the_grammar() {

@@ -215,7 +215,9 @@ pub fn scalar(text: &str) -> Value {
     if text.is_empty() {
         return Value::String(String::new());
     }
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
+    if may_be_json(text)
+        && let Ok(value) = serde_json::from_str::<Value>(text)
+    {
         return value;
     }
     for quote in ['"', '\''] {
@@ -224,6 +226,21 @@ pub fn scalar(text: &str) -> Value {
         }
     }
     Value::String(text.to_owned())
+}
+
+/// False only for (trimmed) text that is certainly not one JSON value: a value starts with `"`,
+/// `{`, `[`, a digit, `-`, or is `true`, `false` or `null`; text starting with a digit or `-`
+/// can only be a number, which has no characters but digits, signs, `.` and exponents.
+/// Skipping the parser there keeps the commonest values (dates, words) from building a JSON
+/// error each, with its line and column (which also costs the process its CPU probe).
+fn may_be_json(text: &str) -> bool {
+    match text.as_bytes().first() {
+        Some(b'"' | b'{' | b'[') => true,
+        Some(b'0'..=b'9' | b'-') => text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b)),
+        _ => matches!(text, "true" | "false" | "null"),
+    }
 }
 
 /// How one value is written: bare when it is a plain token (`^[A-Za-z0-9_.+\-:/]+$` and not a
@@ -340,6 +357,36 @@ mod tests {
 
     #[test]
     fn scalars() {
+        // Whatever `may_be_json` skips, strict JSON refuses too.
+        for text in [
+            "2026-01-01T00:00:00.000+00:00",
+            "-",
+            "12:30",
+            "1 2",
+            "1e5x",
+            "0123",
+            "-0x10",
+            "3.5.1",
+            "1_000",
+            "-Infinity",
+            "2026-01-01",
+            "self",
+            "trueish",
+            "nul",
+            "False",
+            "NaN",
+        ] {
+            assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
+            assert_eq!(scalar(text), json!(text), "{text}");
+        }
+        for (text, value) in [
+            ("-1.5e3", json!(-1500.0)),
+            ("0", json!(0)),
+            ("-7", json!(-7)),
+        ] {
+            assert!(may_be_json(text));
+            assert_eq!(scalar(text), value, "{text}");
+        }
         assert_eq!(scalar(" 17 "), json!(17));
         assert_eq!(scalar("true"), json!(true));
         assert_eq!(scalar("'quoted'"), json!("quoted"));
@@ -385,5 +432,16 @@ mod tests {
         ));
         assert!(!block_has_key(b"---\n crumpledAt: x\n---\n", "crumpledAt"));
         assert!(!block_has_key(b"crumpledAt: x", "crumpledAt"));
+    }
+
+    proptest::proptest! {
+        /// Nothing `may_be_json` turns away would have parsed as JSON.
+        #[test]
+        fn skipped_text_is_never_json(text in "(true|false|null|[-+0-9.eE:Tt xZ\"\\[\\]{}a-z']){0,8}") {
+            let text = text.trim();
+            if !text.is_empty() && !may_be_json(text) {
+                proptest::prop_assert!(serde_json::from_str::<Value>(text).is_err(), "{}", text);
+            }
+        }
     }
 }

@@ -1,0 +1,43 @@
+//! Link settings for the `pi-context` executable on Linux with glibc: every tool call of an agent
+//! starts a new process, so what the dynamic loader does before `main` is paid on every call
+//! (figures and the security trade-off: docs/architecture.md, "Process start-up").
+//!
+//! - `-no-pie`: a position-dependent executable needs none of the ≈ 19,000 relative relocations
+//!   a PIE gets (each touched page of `.data.rel.ro` is a copy-on-write fault at start-up). The
+//!   code itself is still compiled position-independent, so nothing else changes.
+//! - The unwinder linked statically (`libgcc_eh.a`) instead of `libgcc_s.so.1`: one shared
+//!   library fewer to map and relocate, and no run of libgcc_s's start-up CPU probe (`cpuid`
+//!   traps to the hypervisor in a VM). rustc asks for `-lgcc_s`; a linker script of that name,
+//!   found first on the bins' search path, hands the linker `libgcc_eh.a` instead — what rustc
+//!   itself links with `+crt-static`.
+//!
+//! Only the bins get these (`rustc-link-arg-bins`): tests, examples and other targets link as
+//! rustc does by default. Other targets (macOS, musl, Windows) are left untouched. Set
+//! `PI_CONTEXT_DEFAULT_LINK=1` to build with rustc's default link settings (PIE, libgcc_s).
+
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=PI_CONTEXT_DEFAULT_LINK");
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let target_env = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if target_os != "linux" || target_env != "gnu" {
+        return;
+    }
+    if env::var_os("PI_CONTEXT_DEFAULT_LINK").is_some_and(|v| !v.is_empty() && v != "0") {
+        return;
+    }
+    println!("cargo:rustc-link-arg-bins=-no-pie");
+    let Some(out_dir) = env::var_os("OUT_DIR") else {
+        return;
+    };
+    let dir = PathBuf::from(out_dir).join("link");
+    let script = dir.join("libgcc_s.so");
+    if fs::create_dir_all(&dir).is_err() || fs::write(&script, "INPUT(-lgcc_eh)\n").is_err() {
+        return; // keep the shared unwinder rather than fail the build
+    }
+    println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
+}
