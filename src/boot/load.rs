@@ -176,13 +176,17 @@ fn recency(a: &Found, b: &Found) -> Ordering {
         .then_with(|| address_order(&a.address, &b.address))
 }
 
-/// One `.md` file found by the walk, before it is read.
+/// One `.md` file found by the walk that the cache cannot vouch for, before it is read: kept
+/// small (no allocation of its own), its path in the walk's shared text.
 struct Candidate {
-    vpath: String,
-    file: NoteFile,
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
     stat: FileStat,
+    /// Its path: `paths[rel.0..rel.1]`; its name starts at `name_at` in it.
+    rel: (u32, u32),
+    name_at: u32,
+    /// Its directory: `dirs[dir]`.
+    dir: u32,
 }
 
 /// Load one home directory. `Ok(empty)` when it does not exist.
@@ -231,66 +235,104 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut files = Vec::new();
-    store::walk_files(std::sync::Arc::new(dir), "", true, &mut files)?;
-    if let Some(cache) = cache.as_deref_mut() {
-        let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
-        if present < cache.len() {
-            let seen: rustc_hash::FxHashSet<&str> = files.iter().map(|f| f.rel.as_str()).collect();
-            cache.retain_seen(&seen);
-        }
-    }
-    let mut candidates: Vec<Candidate> = Vec::with_capacity(files.len());
+    let dir = std::sync::Arc::new(dir);
+    // Everything the walk hands over is looked at once, as it comes: a note the cache vouches
+    // for is ranked at once (and allocates only when it enters the newest `cap`), the others
+    // become small candidates. Paths are kept in one text.
+    let mut paths = String::new();
+    let mut all: Vec<(u32, u32)> = Vec::new();
+    let mut dirs: Vec<std::sync::Arc<crate::confine::Dir>> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
-    for file in files {
-        let vpath = file.rel.clone();
-        if vpath == "MAP.md" {
-            home.map = read_map(&file, prefix)?;
-            continue;
+    let mut map: Option<NoteFile> = None;
+    let mut conflicts: Vec<NoteFile> = Vec::new();
+    let mut present = 0usize;
+    let cached = cache.as_deref();
+    let seen = store::walk_each(dir, "", true, cached, &mut |dir, rel, name_at, stat| {
+        let at = paths.len() as u32;
+        paths.push_str(rel);
+        all.push((at, paths.len() as u32));
+        if rel == "MAP.md" {
+            present += usize::from(cached.is_some_and(|c| c.contains(rel)));
+            map = Some(NoteFile::new(dir, rel, name_at, stat));
+            return;
         }
-        let Some(stat) = file.stat else {
-            continue; // vanished since the directory was read
+        let Some(stat) = stat else {
+            return; // vanished since the directory was read
         };
-        let name = vpath.rsplit('/').next().unwrap_or(&vpath);
-        if crate::sync::tree::is_conflict_name(name) && live_conflict_note(&file)? {
-            home.sync_conflicts.push(format!("{prefix}{vpath}"));
+        if crate::sync::tree::is_conflict_name(&rel[name_at..]) {
+            conflicts.push(NoteFile::new(dir, rel, name_at, Some(stat)));
         }
         let mtime_ms = stat
             .mtime
             .saturating_mul(1000)
             .saturating_add(stat.mtime_nsec / 1_000_000);
-        if let Some(entry) = cache.as_deref().and_then(|c| c.get(&vpath, &stat)) {
-            // Ranked from the cached block: exactly what reading its head would give.
-            home.note_files += 1;
-            if !entry.boot_crumpled() {
+        if let Some(cache) = cached {
+            if let Some(entry) = cache.get(rel, &stat) {
+                present += 1;
+                // Ranked from the cached block: exactly what reading its head would give.
+                home.note_files += 1;
+                if entry.boot_crumpled() {
+                    return;
+                }
+                let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
+                if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
+                    return; // older than the newest `cap`: no row
+                }
                 keep(
                     &mut kept,
                     cap,
                     Found {
-                        updated_at_ms: entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms),
-                        address: format!("{prefix}{vpath}"),
-                        file,
-                        vpath,
+                        updated_at_ms: key,
+                        address: format!("{prefix}{rel}"),
+                        file: NoteFile::new(dir, rel, name_at, Some(stat)),
+                        vpath: rel.to_owned(),
                         stat,
                     },
                 );
+                return;
             }
-            continue;
+            if cache.contains(rel) {
+                present += 1;
+            }
+        }
+        if dirs.last().is_none_or(|d| !std::sync::Arc::ptr_eq(d, dir)) {
+            dirs.push(std::sync::Arc::clone(dir));
         }
         candidates.push(Candidate {
-            vpath,
-            file,
             mtime_ms,
             stat,
+            rel: (at, paths.len() as u32),
+            name_at: (at as usize + name_at) as u32,
+            dir: (dirs.len() - 1) as u32,
         });
+    })?;
+    if let Some(cache) = cache.as_deref_mut() {
+        cache.dirs_walked(seen);
+        if present < cache.len() {
+            let seen: rustc_hash::FxHashSet<&str> = all
+                .iter()
+                .map(|&(a, b)| &paths[a as usize..b as usize])
+                .collect();
+            cache.retain_seen(&seen);
+        }
+    }
+    if let Some(file) = map {
+        home.map = read_map(&file, prefix)?;
+    }
+    for file in &conflicts {
+        if live_conflict_note(file)? {
+            home.sync_conflicts.push(format!("{prefix}{}", file.rel));
+        }
     }
     home.note_files += candidates.len();
     home.sync_conflicts.sort();
+    let text = |r: (u32, u32)| &paths[r.0 as usize..r.1 as usize];
     // Newest file first; the vpath makes the reading order (not the result) deterministic.
     candidates.sort_by(|a, b| {
         b.mtime_ms
             .cmp(&a.mtime_ms)
-            .then_with(|| a.vpath.cmp(&b.vpath))
+            .then_with(|| text(a.rel).cmp(text(b.rel)))
     });
     let mut head = Vec::new();
     for candidate in candidates {
@@ -302,7 +344,14 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         {
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
-        match store::read_head_into(&candidate.file, &mut head) {
+        let vpath = text(candidate.rel);
+        let file = NoteFile::new(
+            &dirs[candidate.dir as usize],
+            vpath,
+            (candidate.name_at - candidate.rel.0) as usize,
+            Some(candidate.stat),
+        );
+        match store::read_head_into(&file, &mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
@@ -310,10 +359,10 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         if let (Some(cache), Some(block)) = (cache.as_deref_mut(), frontmatter::block_prefix(&head))
         {
             cache.insert(
-                candidate.vpath.clone(),
+                vpath.to_owned(),
                 CacheEntry {
                     stat: candidate.stat,
-                    facts: Facts::of_block(block, &candidate.file.dir, candidate.file.name()),
+                    facts: Facts::of_block(block, &file.dir, file.name()),
                     chars: None,
                 },
             );
@@ -328,9 +377,9 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
             cap,
             Found {
                 updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
-                address: format!("{prefix}{}", candidate.vpath),
-                file: candidate.file,
-                vpath: candidate.vpath,
+                address: format!("{prefix}{vpath}"),
+                vpath: vpath.to_owned(),
+                file,
                 stat: candidate.stat,
             },
         );

@@ -3,8 +3,10 @@
 //! For every note file of a home it remembers the file's `stat` identity (device, inode, size,
 //! modification and status-change times with nanoseconds) and what listing and boot need from
 //! the file, decoded once from its frontmatter block exactly as they decode it ([`Facts`]), and,
-//! once known, the code points of its body. A listing or a boot
-//! walks and `lstat`s every file but opens only files whose `stat` differs from the entry.
+//! once known, the code points of its body; and for every directory of the home its `stat`
+//! and its listing ([`Listing`]). A listing or a boot `lstat`s every file but lists only
+//! directories whose `stat` differs from their cached listing, and opens only files whose
+//! `stat` differs from the entry.
 //!
 //! Layout: `<cache>/notes/<16 hex of SHA-1 of the notes root>/homes/<16 hex of SHA-1 of the home
 //! path relative to the root>.cache`, one file per home, replaced atomically (temp file + rename,
@@ -19,7 +21,9 @@
 //! Any write to a file changes its ctime (a program can reset the mtime, not the ctime), so an
 //! edit that keeps size and mtime is still caught; the margin covers edits made within the same
 //! timestamp tick as the cache write (coarse or whole-second file times), which would keep even
-//! the ctime. What it cannot catch: a file changed with the system clock set back by more than
+//! the ctime. Directory listings follow the same rule with the directory's own `stat`
+//! (creating, deleting or renaming an entry changes the directory's mtime and ctime). What it
+//! cannot catch: a file changed with the system clock set back by more than
 //! the margin, or a file system that does not maintain ctime.
 
 use std::fs;
@@ -40,7 +44,7 @@ use sha1::{Digest, Sha1};
 pub const RACY_SECONDS: i64 = 2;
 
 const MAGIC: &[u8; 8] = b"PICTXNMC";
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 const NO_CHARS: u64 = u64::MAX;
 
 /// The directory of one notes root inside the shared cache directory:
@@ -58,7 +62,7 @@ fn hex16(bytes: &[u8]) -> String {
 }
 
 /// The `stat` identity of a note file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileStat {
     pub dev: u64,
     pub ino: u64,
@@ -193,15 +197,7 @@ impl EntryRef<'_> {
     pub fn stat(&self) -> FileStat {
         match self {
             EntryRef::Owned(e) => e.stat,
-            EntryRef::Raw(b) => FileStat {
-                dev: le_u64(b, 0),
-                ino: le_u64(b, 8),
-                size: le_u64(b, 16),
-                mtime: le_i64(b, 24),
-                mtime_nsec: le_i64(b, 32),
-                ctime: le_i64(b, 40),
-                ctime_nsec: le_i64(b, 48),
-            },
+            EntryRef::Raw(b) => stat_at(b),
         }
     }
 
@@ -255,6 +251,59 @@ impl EntryRef<'_> {
     }
 }
 
+/// One directory of a home as the walk classified it when it listed it: its `stat` then, its
+/// subdirectories and its `.md` file names (UTF-8 names only; symlinks and other kinds are
+/// never part of a listing).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Listing {
+    pub stat: FileStat,
+    pub dirs: Vec<String>,
+    pub files: Vec<String>,
+}
+
+/// A view of one directory listing: still encoded in the loaded cache file, or learned now.
+#[derive(Debug, Clone, Copy)]
+pub enum ListingRef<'a> {
+    /// The body of a directory record (see [`encode_items`]); checked when the file was loaded.
+    Raw(&'a [u8]),
+    Owned(&'a Listing),
+}
+
+impl ListingRef<'_> {
+    /// Call `f(is_dir, name)` for every subdirectory, then every `.md` file, of the listing.
+    pub fn for_each(&self, mut f: impl FnMut(bool, &str)) {
+        match self {
+            ListingRef::Owned(l) => {
+                l.dirs.iter().for_each(|d| f(true, d));
+                l.files.iter().for_each(|n| f(false, n));
+            }
+            ListingRef::Raw(b) => {
+                let mut c = Cursor {
+                    bytes: &b[STAT_BYTES..],
+                };
+                for is_dir in [true, false] {
+                    let count = c.u32().unwrap_or(0);
+                    for _ in 0..count {
+                        match c.name() {
+                            Some(name) => f(is_dir, name),
+                            None => return,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What one walk of a home learned about its directories, applied with
+/// [`HomeCache::dirs_walked`]: the cached listings it could trust (directory record numbers)
+/// and the listings it had to read.
+#[derive(Debug, Default)]
+pub struct DirsSeen {
+    pub trusted: Vec<u32>,
+    pub learned: Vec<(String, Listing)>,
+}
+
 /// One record of the loaded cache file: where its key and body are in the bytes.
 #[derive(Debug, Clone, Copy)]
 struct Record {
@@ -283,6 +332,12 @@ pub struct HomeCache {
     dropped_count: usize,
     /// Entries learned during this command (they shadow a record with the same key).
     learned: FxHashMap<String, Entry>,
+    /// Directory records of the loaded file, and their numbers by the hash of their path.
+    dir_records: Vec<Record>,
+    dir_index: hashbrown::HashTable<u32>,
+    /// The directories of the last walk ([`HomeCache::dirs_walked`]): `None` until a walk
+    /// reported them (then the loaded records are kept as they are).
+    dirs_now: Option<DirsSeen>,
     /// The cache file's modification time (seconds) when loaded: entries whose ctime is not
     /// older than this minus [`RACY_SECONDS`] are not trusted.
     stamp: Option<i64>,
@@ -317,36 +372,23 @@ impl HomeCache {
             dropped: Vec::new(),
             dropped_count: 0,
             learned: FxHashMap::default(),
+            dir_records: Vec::new(),
+            dir_index: hashbrown::HashTable::new(),
+            dirs_now: None,
             stamp: None,
             dirty: false,
         };
         if let Ok((bytes, stamp)) = cache.read()
-            && let Some(records) = index_records(&bytes, &cache.root, &cache.home)
+            && let Some((records, dir_records)) = index_records(&bytes, &cache.root, &cache.home)
+            && let Some(dir_index) = index_keys(&bytes, &dir_records)
+            && let Some(index) = index_keys(&bytes, &records)
         {
-            let mut index = hashbrown::HashTable::with_capacity(records.len());
-            let mut unique = true;
-            for (i, r) in records.iter().enumerate() {
-                let key = &bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize];
-                let hash = key_hash(key);
-                let slot = |&j: &u32| {
-                    let o = records[j as usize].key;
-                    &bytes[o.0 as usize..(o.0 + o.1) as usize] == key
-                };
-                if index.find(hash, slot).is_some() {
-                    unique = false; // never written so: not our file
-                    break;
-                }
-                index.insert_unique(hash, i as u32, |&j: &u32| {
-                    let o = records[j as usize].key;
-                    key_hash(&bytes[o.0 as usize..(o.0 + o.1) as usize])
-                });
-            }
-            if unique {
-                cache.bytes = bytes;
-                cache.records = records;
-                cache.index = index;
-                cache.stamp = Some(stamp);
-            }
+            cache.bytes = bytes;
+            cache.records = records;
+            cache.index = index;
+            cache.dir_records = dir_records;
+            cache.dir_index = dir_index;
+            cache.stamp = Some(stamp);
         }
         cache
     }
@@ -419,6 +461,35 @@ impl HomeCache {
         self.learned.contains_key(vpath) || self.record(vpath).is_some()
     }
 
+    /// The cached listing of the directory `rel` (`""`: the home itself) and its record number,
+    /// when it is valid for the directory's current `stat`: the same identity, size, change
+    /// and modification times, changed longer than [`RACY_SECONDS`] before the cache file was
+    /// written. Adding, removing or renaming an entry changes the directory's times, so a
+    /// valid listing names exactly the entries the directory has.
+    pub fn listing(&self, rel: &str, stat: &FileStat) -> Option<(u32, ListingRef<'_>)> {
+        let stamp = self.stamp?;
+        let key = rel.as_bytes();
+        let bytes = &self.bytes;
+        let records = &self.dir_records;
+        let i = *self.dir_index.find(key_hash(key), |&j| {
+            let (at, len) = records[j as usize].key;
+            &bytes[at as usize..(at + len) as usize] == key
+        })?;
+        let (at, len) = records[i as usize].body;
+        let body = &bytes[at as usize..(at + len) as usize];
+        (stat_at(body) == *stat && stat.ctime < stamp - RACY_SECONDS)
+            .then_some((i, ListingRef::Raw(body)))
+    }
+
+    /// Record what a walk of the whole home saw of its directories: the cache file then keeps
+    /// exactly these listings (trusted ones verbatim, learned ones new).
+    pub fn dirs_walked(&mut self, seen: DirsSeen) {
+        if !seen.learned.is_empty() || seen.trusted.len() != self.dir_records.len() {
+            self.dirty = true;
+        }
+        self.dirs_now = Some(seen);
+    }
+
     /// How many entries the cache has.
     pub fn len(&self) -> usize {
         self.records.len() - self.dropped_count + self.learned.len()
@@ -476,7 +547,30 @@ impl HomeCache {
         for (k, e) in &self.learned {
             items.push((k.as_str(), Item::Owned(e)));
         }
-        let bytes = encode_items(items, &self.root, &self.home);
+        let dir_key = |r: &Record| {
+            std::str::from_utf8(&self.bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize])
+                .unwrap_or_default()
+        };
+        let dir_body = |r: &Record| &self.bytes[r.body.0 as usize..(r.body.0 + r.body.1) as usize];
+        let dirs: Vec<(&str, ListingRef<'_>)> = match &self.dirs_now {
+            None => self
+                .dir_records
+                .iter()
+                .map(|r| (dir_key(r), ListingRef::Raw(dir_body(r))))
+                .collect(),
+            Some(seen) => seen
+                .trusted
+                .iter()
+                .filter_map(|&i| self.dir_records.get(i as usize))
+                .map(|r| (dir_key(r), ListingRef::Raw(dir_body(r))))
+                .chain(
+                    seen.learned
+                        .iter()
+                        .map(|(k, l)| (k.as_str(), ListingRef::Owned(l))),
+                )
+                .collect(),
+        };
+        let bytes = encode_items(items, dirs, &self.root, &self.home);
         let mut tmp = tempfile::Builder::new()
             .prefix(".homes.")
             .suffix(".tmp")
@@ -501,23 +595,21 @@ fn checksum(bytes: &[u8]) -> u64 {
 }
 
 /// The file: magic, version, root, home, entry count, then one record per entry sorted by key
-/// (`u32` key length, key, `u32` body length, body), then the checksum of all of it. A body is
+/// (`u32` key length, key, `u32` body length, body). A body is
 /// the fixed part ([`FIXED`] bytes: `stat`, code points, flags, `updatedAt` in ms) and the
-/// variable part (the listing's metadata, or the frontmatter block when it cannot round-trip).
-#[cfg(test)]
-fn encode(entries: &FxHashMap<String, Entry>, root: &str, home: &str) -> Vec<u8> {
-    encode_items(
-        entries
-            .iter()
-            .map(|(k, e)| (k.as_str(), Item::Owned(e)))
-            .collect(),
-        root,
-        home,
-    )
-}
-
-fn encode_items(mut items: Vec<(&str, Item<'_>)>, root: &str, home: &str) -> Vec<u8> {
+/// variable part (the listing's metadata, or the frontmatter block when it cannot round-trip);
+/// then the directory count and one record per directory sorted by path (`u32` path length,
+/// path, `u32` body length, body: its `stat`, then its subdirectory names and its file names,
+/// each list a `u32` count of `u32`-length-prefixed names). Last, the checksum of all of it.
+fn encode_items(
+    mut items: Vec<(&str, Item<'_>)>,
+    mut dirs: Vec<(&str, ListingRef<'_>)>,
+    root: &str,
+    home: &str,
+) -> Vec<u8> {
     items.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    dirs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    dirs.dedup_by(|a, b| a.0 == b.0);
     let size: usize = items
         .iter()
         .map(|(k, item)| {
@@ -543,13 +635,7 @@ fn encode_items(mut items: Vec<(&str, Item<'_>)>, root: &str, home: &str) -> Vec
         match item {
             Item::Raw(body) => out.extend_from_slice(body),
             Item::Owned(e) => {
-                let s = &e.stat;
-                for v in [s.dev, s.ino, s.size] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
-                for v in [s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec] {
-                    out.extend_from_slice(&v.to_le_bytes());
-                }
+                put_stat(&mut out, &e.stat);
                 out.extend_from_slice(&e.chars.unwrap_or(NO_CHARS).to_le_bytes());
                 put_facts(&mut out, &e.facts);
             }
@@ -557,9 +643,59 @@ fn encode_items(mut items: Vec<(&str, Item<'_>)>, root: &str, home: &str) -> Vec
         let body_len = (out.len() - len_at - 4) as u32;
         out[len_at..len_at + 4].copy_from_slice(&body_len.to_le_bytes());
     }
+    out.extend_from_slice(&(dirs.len() as u64).to_le_bytes());
+    for (key, listing) in dirs {
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(key.as_bytes());
+        match listing {
+            ListingRef::Raw(body) => {
+                out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+                out.extend_from_slice(body);
+            }
+            ListingRef::Owned(l) => {
+                let len_at = out.len();
+                out.extend_from_slice(&0u32.to_le_bytes());
+                put_stat(&mut out, &l.stat);
+                for names in [&l.dirs, &l.files] {
+                    out.extend_from_slice(&(names.len() as u32).to_le_bytes());
+                    for name in names {
+                        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                        out.extend_from_slice(name.as_bytes());
+                    }
+                }
+                let body_len = (out.len() - len_at - 4) as u32;
+                out[len_at..len_at + 4].copy_from_slice(&body_len.to_le_bytes());
+            }
+        }
+    }
     let sum = checksum(&out);
     out.extend_from_slice(&sum.to_le_bytes());
     out
+}
+
+/// Bytes of an encoded `stat`.
+const STAT_BYTES: usize = 7 * 8;
+
+fn put_stat(out: &mut Vec<u8>, s: &FileStat) {
+    for v in [s.dev, s.ino, s.size] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [s.mtime, s.mtime_nsec, s.ctime, s.ctime_nsec] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// The `stat` at the start of a record body.
+fn stat_at(b: &[u8]) -> FileStat {
+    FileStat {
+        dev: le_u64(b, 0),
+        ino: le_u64(b, 8),
+        size: le_u64(b, 16),
+        mtime: le_i64(b, 24),
+        mtime_nsec: le_i64(b, 32),
+        ctime: le_i64(b, 40),
+        ctime_nsec: le_i64(b, 48),
+    }
 }
 
 fn put_facts(out: &mut Vec<u8>, f: &Facts) {
@@ -686,11 +822,19 @@ impl<'a> Cursor<'a> {
         let n = usize::try_from(self.u64()?).ok()?;
         self.take(n)
     }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    /// A `u32`-length-prefixed UTF-8 name.
+    fn name(&mut self) -> Option<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
 }
 
-/// Check a cache file (checksum, magic, version, root and home) and find its records; `None`
-/// when it is not a valid cache of this home.
-fn index_records(bytes: &[u8], root: &str, home: &str) -> Option<Vec<Record>> {
+/// Check a cache file (checksum, magic, version, root and home) and find its note records and
+/// directory records; `None` when it is not a valid cache of this home.
+fn index_records(bytes: &[u8], root: &str, home: &str) -> Option<(Vec<Record>, Vec<Record>)> {
     let body_len = bytes.len().checked_sub(8)?;
     let (body, sum) = bytes.split_at(body_len);
     if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) || body.len() > u32::MAX as usize
@@ -722,16 +866,59 @@ fn index_records(bytes: &[u8], root: &str, home: &str) -> Option<Vec<Record>> {
             body: (body_at, body_len),
         });
     }
+    let count = usize::try_from(c.u64()?).ok()?;
+    let mut dirs = Vec::with_capacity(count.min(c.bytes.len() / (STAT_BYTES + 16) + 1));
+    for _ in 0..count {
+        let key_len = c.u32()?;
+        let key_at = at(c.bytes);
+        std::str::from_utf8(c.take(key_len as usize)?).ok()?;
+        let body_len = c.u32()?;
+        let body_at = at(c.bytes);
+        let mut listing = Cursor {
+            bytes: c.take(body_len as usize)?,
+        };
+        listing.take(STAT_BYTES)?;
+        for _ in 0..2 {
+            for _ in 0..listing.u32()? {
+                listing.name()?;
+            }
+        }
+        if !listing.bytes.is_empty() {
+            return None;
+        }
+        dirs.push(Record {
+            key: (key_at, key_len),
+            body: (body_at, body_len),
+        });
+    }
     if !c.bytes.is_empty() {
         return None;
     }
-    Some(records)
+    Some((records, dirs))
+}
+
+/// Record numbers of `records` by the hash of their key; `None` when a key repeats (never
+/// written so: not our file).
+fn index_keys(bytes: &[u8], records: &[Record]) -> Option<hashbrown::HashTable<u32>> {
+    let key = |j: u32| {
+        let o = records[j as usize].key;
+        &bytes[o.0 as usize..(o.0 + o.1) as usize]
+    };
+    let mut index = hashbrown::HashTable::with_capacity(records.len());
+    for i in 0..records.len() as u32 {
+        let hash = key_hash(key(i));
+        if index.find(hash, |&j| key(j) == key(i)).is_some() {
+            return None;
+        }
+        index.insert_unique(hash, i, |&j| key_hash(key(j)));
+    }
+    Some(index)
 }
 
 /// Every entry of a cache file, decoded (tests).
 #[cfg(test)]
 fn decode(bytes: &[u8], root: &str, home: &str) -> Option<FxHashMap<String, Entry>> {
-    let records = index_records(bytes, root, home)?;
+    let (records, _) = index_records(bytes, root, home)?;
     let mut entries = FxHashMap::default();
     for r in records {
         let key = std::str::from_utf8(&bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize])
@@ -784,8 +971,41 @@ mod tests {
         for n in 0..5 {
             entries.insert(format!("d/n{n}.md"), entry(n));
         }
-        let bytes = encode(&entries, "/root", "human");
+        let listing = |n: u64| Listing {
+            stat: entry(n).stat,
+            dirs: vec![format!("d{n}"), "é".into()],
+            files: vec!["a.md".into(), format!("n{n}.md")],
+        };
+        let (one, two) = (listing(1), listing(2));
+        let bytes = encode_items(
+            entries
+                .iter()
+                .map(|(k, e)| (k.as_str(), Item::Owned(e)))
+                .collect(),
+            vec![
+                ("", ListingRef::Owned(&one)),
+                ("d", ListingRef::Owned(&two)),
+            ],
+            "/root",
+            "human",
+        );
         assert_eq!(decode(&bytes, "/root", "human"), Some(entries.clone()));
+        let (_, dirs) = index_records(&bytes, "/root", "human").unwrap();
+        let names = |r: &Record| {
+            let mut out = Vec::new();
+            ListingRef::Raw(&bytes[r.body.0 as usize..(r.body.0 + r.body.1) as usize])
+                .for_each(|is_dir, name| out.push((is_dir, name.to_owned())));
+            out
+        };
+        assert_eq!(
+            names(&dirs[1]),
+            [
+                (true, "d2".to_owned()),
+                (true, "é".to_owned()),
+                (false, "a.md".to_owned()),
+                (false, "n2.md".to_owned())
+            ]
+        );
         assert_eq!(decode(&bytes, "/other", "human"), None, "foreign root");
         assert_eq!(decode(&bytes, "/root", "agents/a"), None, "foreign home");
         for i in 0..bytes.len() {
@@ -794,6 +1014,62 @@ mod tests {
             assert_eq!(decode(&bad, "/root", "human"), None, "flipped byte {i}");
             assert_eq!(decode(&bytes[..i], "/root", "human"), None, "cut at {i}");
         }
+    }
+
+    #[test]
+    fn listings_are_trusted_only_for_the_same_stat_and_not_racy() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        let home = root.join("human");
+        let mut cache = HomeCache::load(dir.path(), &root, &home);
+        let old = entry(1).stat;
+        let mut fresh = old;
+        fresh.ctime = i64::MAX / 2;
+        cache.dirs_walked(DirsSeen {
+            trusted: Vec::new(),
+            learned: vec![
+                (
+                    String::new(),
+                    Listing {
+                        stat: old,
+                        dirs: vec!["sub".into()],
+                        files: vec!["a.md".into()],
+                    },
+                ),
+                (
+                    "sub".into(),
+                    Listing {
+                        stat: fresh,
+                        ..Listing::default()
+                    },
+                ),
+            ],
+        });
+        cache.save();
+        let loaded = HomeCache::load(dir.path(), &root, &home);
+        let (record, listing) = loaded.listing("", &old).expect("same stat, old ctime");
+        let mut seen = Vec::new();
+        listing.for_each(|is_dir, name| seen.push((is_dir, name.to_owned())));
+        assert_eq!(seen, [(true, "sub".into()), (false, "a.md".into())]);
+        let mut other = old;
+        other.mtime_nsec += 1;
+        assert!(loaded.listing("", &other).is_none(), "changed directory");
+        assert!(
+            loaded.listing("sub", &fresh).is_none(),
+            "changed in the cache's tick"
+        );
+        assert!(loaded.listing("gone", &old).is_none());
+        // A walk that trusts only the home's listing drops the other one when saved.
+        let mut cache = loaded;
+        cache.dirs_walked(DirsSeen {
+            trusted: vec![record],
+            learned: Vec::new(),
+        });
+        assert!(cache.dirty, "a directory is gone");
+        cache.save();
+        let loaded = HomeCache::load(dir.path(), &root, &home);
+        assert!(loaded.listing("", &old).is_some());
+        assert_eq!(loaded.dir_records.len(), 1);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The metadata cache never changes an answer: over random stores and random edits between
-//! calls (new content, deletions, renames, every mtime made equal, and in-place edits that keep
+//! calls (new content, deletions of files and directories, renames, new subdirectories, every mtime made equal, and in-place edits that keep
 //! the size and restore the mtime), `notes-list`'s rows and status and `boot-render`'s snapshot
 //! are the same with the cache as without it, whether the cache's entries are fresh (racy, so
 //! re-read) or old enough to be trusted.
@@ -54,6 +54,8 @@ enum Edit {
     /// Change bytes in place keeping the size, then put the old mtime back.
     SameSizeSameMtime(usize, usize),
     Delete(usize, usize),
+    /// A whole subdirectory removed.
+    DeleteSub(usize),
     Rename(usize, usize, usize),
     /// Every note file gets the same mtime (a clone, a restore, a `touch`).
     TouchAll,
@@ -63,10 +65,11 @@ enum Edit {
 
 fn edit() -> impl Strategy<Value = Edit> {
     prop_oneof![
-        (0..5usize, any::<u8>(), any::<u8>(), 0u8..3, 0..40usize)
+        (0..5usize, any::<u8>(), any::<u8>(), 0u8..4, 0..40usize)
             .prop_map(|(h, k, s, n, f)| Edit::Write(h, k, s, n, f)),
         (0..5usize, 0..6usize).prop_map(|(h, n)| Edit::SameSizeSameMtime(h, n)),
         (0..5usize, 0..6usize).prop_map(|(h, n)| Edit::Delete(h, n)),
+        (0..5usize).prop_map(Edit::DeleteSub),
         (0..5usize, 0..6usize, 0..6usize).prop_map(|(h, a, b)| Edit::Rename(h, a, b)),
         Just(Edit::TouchAll),
         Just(Edit::AgeCache),
@@ -95,7 +98,7 @@ fn nth_file(root: &Path, home: usize, n: usize) -> Option<PathBuf> {
 fn apply(root: &Path, cache: &Path, edit: &Edit) {
     match *edit {
         Edit::Write(home, kind, stamp, name, filler) => {
-            let names = ["a.md", "sub/b.md", "MAP.md"];
+            let names = ["a.md", "sub/b.md", "MAP.md", "sub/deep/c.md"];
             let path = root.join(HOMES[home]).join(names[name as usize]);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             crate::fsio::write_atomic(&path, content(kind, stamp, filler).as_bytes()).unwrap();
@@ -129,6 +132,9 @@ fn apply(root: &Path, cache: &Path, edit: &Edit) {
             if let Some(path) = nth_file(root, home, n) {
                 fs::remove_file(path).unwrap();
             }
+        }
+        Edit::DeleteSub(home) => {
+            let _ = fs::remove_dir_all(root.join(HOMES[home]).join("sub"));
         }
         Edit::Rename(home, a, b) => {
             if let Some(path) = nth_file(root, home, a) {
@@ -209,7 +215,7 @@ proptest! {
     #[test]
     fn cached_answers_equal_uncached_ones(
         initial in proptest::collection::vec(
-            (0..5usize, any::<u8>(), any::<u8>(), 0u8..3, 0..40usize), 1..14),
+            (0..5usize, any::<u8>(), any::<u8>(), 0u8..4, 0..40usize), 1..14),
         steps in proptest::collection::vec(proptest::collection::vec(edit(), 0..4), 1..7),
     ) {
         let dir = tempfile::tempdir().unwrap();

@@ -16,7 +16,9 @@ use chrono::{DateTime, FixedOffset};
 
 use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
-use super::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
+use super::cache::{
+    DirsSeen, Entry as CacheEntry, Facts, FileStat, HomeCache, Listing, root_cache_dir,
+};
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
@@ -704,17 +706,20 @@ impl Store {
             else {
                 return None;
             };
-            let mut files: Vec<NoteFile> = Vec::new();
+            let mut cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
+            // Sized from the cache: no regrowth (each would copy every file found so far).
+            let mut files: Vec<NoteFile> =
+                Vec::with_capacity(cache.as_ref().map_or(0, |c| c.len() + 16));
             let walked = open_home(root, &components).and_then(|opened| {
-                opened.map_or(Ok(()), |d| {
-                    walk_files(Arc::new(d), "", use_cache, &mut files)
+                opened.map_or(Ok(()), |d| match cache.as_mut() {
+                    Some(cache) => walk_files_cached(Arc::new(d), Some(cache), &mut files),
+                    None => walk_files(Arc::new(d), "", false, &mut files),
                 })
             });
             if let Err(e) = walked {
                 return Some(Err(e.kind == confine::Kind::Symlink));
             }
-            let cache = cache_root.map(|cache_dir| {
-                let mut cache = HomeCache::load(cache_dir, root, &dir);
+            if let Some(cache) = cache.as_mut() {
                 // Forget files that are gone (only when some are: no set is built otherwise).
                 let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
                 if present < cache.len() {
@@ -722,8 +727,7 @@ impl Store {
                         files.iter().map(|f| f.rel.as_str()).collect();
                     cache.retain_seen(&seen);
                 }
-                cache
-            });
+            }
             Some(Ok((files, cache)))
         };
         let readable = homes.iter().filter(|h| h.is_ok()).count();
@@ -785,7 +789,6 @@ impl Store {
                 candidates.push(Candidate {
                     home: index,
                     display,
-                    stat: file.stat,
                     file,
                 });
             }
@@ -955,9 +958,8 @@ fn strict<T>((rows, failed): (Vec<T>, bool)) -> Result<Vec<T>, NoteError> {
 struct Candidate {
     home: usize,
     display: String,
+    /// The file, with its `lstat` when the walk took it (listings with the metadata cache).
     file: NoteFile,
-    /// Its `lstat`, taken by the walk when the metadata cache is used.
-    stat: Option<FileStat>,
 }
 
 enum Examined {
@@ -973,7 +975,7 @@ enum Examined {
 fn from_cache(candidate: &Candidate, plan: &Plan, cache: Option<&HomeCache>) -> Option<Examined> {
     // The walk took the stat before anything is read: a file replaced in between is cached
     // under its older stat, which no longer matches next time.
-    let entry = cache?.get(&candidate.file.rel, candidate.stat.as_ref()?)?;
+    let entry = cache?.get(&candidate.file.rel, candidate.file.stat.as_ref()?)?;
     // The crumpled test is a flag of the entry: nothing is decoded for a skipped note.
     let crumpled = entry.list_crumpled();
     if crumpled != plan.wastebasket {
@@ -1004,7 +1006,7 @@ fn examine(
     learn: bool,
 ) -> (Examined, Option<Box<CacheEntry>>) {
     let outcome = examine_bytes(candidate, buf, plan, None);
-    let Some(stat) = candidate.stat.filter(|_| learn) else {
+    let Some(stat) = candidate.file.stat.filter(|_| learn) else {
         return (outcome, None);
     };
     let learned = match outcome {
@@ -1158,6 +1160,16 @@ pub(crate) struct NoteFile {
 }
 
 impl NoteFile {
+    /// The file at `rel` in its home (its name from `name_at`), in `dir`.
+    pub fn new(dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>) -> NoteFile {
+        NoteFile {
+            rel: rel.to_owned(),
+            dir: Arc::clone(dir),
+            name_at,
+            stat,
+        }
+    }
+
     /// Its file name in `dir`.
     pub fn name(&self) -> &OsStr {
         OsStr::new(&self.rel[self.name_at..])
@@ -1212,59 +1224,208 @@ pub(crate) fn walk_files(
     with_stat: bool,
     out: &mut Vec<NoteFile>,
 ) -> Result<(), confine::Error> {
-    let mut subdirs: Vec<OsString> = Vec::new();
-    let child_rel = |text: &str| {
-        if rel.is_empty() {
-            text.to_owned()
-        } else {
-            let mut s = String::with_capacity(rel.len() + 1 + text.len());
-            s.push_str(rel);
-            s.push('/');
-            s.push_str(text);
-            s
-        }
-    };
-    // Names and kinds come from this directory's own handle; each file's `lstat` goes through
-    // the same handle (no path walked from the root again).
-    dir.for_each_entry(|name, kind| {
-        let Some(text) = name.to_str() else {
-            return Ok(()); // not addressable
-        };
-        match kind {
-            EntryKind::Dir => subdirs.push(name.to_os_string()),
-            EntryKind::File if text.ends_with(".md") => {
-                let stat = if with_stat {
-                    match dir.lstat(name)? {
-                        Some(s) => Some(FileStat::of_stat(&s)),
-                        None => return Ok(()), // vanished since the directory was read
-                    }
-                } else {
-                    None
-                };
-                let rel = child_rel(text);
-                out.push(NoteFile {
-                    name_at: rel.len() - text.len(),
-                    rel,
-                    dir: Arc::clone(&dir),
-                    stat,
-                });
-            }
-            _ => {}
-        }
-        Ok(())
-    })?;
-    for name in subdirs {
-        match dir.child(&name) {
-            Ok(Some(sub)) => {
-                let sub_rel = child_rel(name.to_str().unwrap_or_default());
-                walk_files(Arc::new(sub), &sub_rel, with_stat, out)?;
-            }
-            Ok(None) => {}
-            Err(e) if e.kind == confine::Kind::Symlink => {}
-            Err(e) => return Err(e),
-        }
+    walk_each(dir, rel, with_stat, None, &mut |dir, rel, name_at, stat| {
+        out.push(NoteFile::new(dir, rel, name_at, stat));
+    })
+    .map(drop)
+}
+
+/// [`walk_files`] of a whole home with its metadata cache (see [`walk_each`]); the listings
+/// read are given to the cache (`HomeCache::dirs_walked`).
+pub(crate) fn walk_files_cached(
+    dir: Arc<Dir>,
+    cache: Option<&mut HomeCache>,
+    out: &mut Vec<NoteFile>,
+) -> Result<(), confine::Error> {
+    let seen = walk_each(
+        dir,
+        "",
+        true,
+        cache.as_deref(),
+        &mut |dir, rel, name_at, stat| {
+            out.push(NoteFile::new(dir, rel, name_at, stat));
+        },
+    )?;
+    if let Some(cache) = cache {
+        cache.dirs_walked(seen);
     }
     Ok(())
+}
+
+/// What [`walk_each`] hands over for every note file: its directory's handle, its path in the
+/// home (`a/b.md`; the text is only borrowed), where its name starts in that path, and its
+/// `lstat` when asked for (`None`: not asked, or vanished meanwhile).
+pub(crate) type WalkSink<'s> = dyn FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + 's;
+
+/// Walk the note files under `dir` (at `rel`), calling `sink` for each (see [`walk_files`]
+/// for which files are notes). With a metadata cache (whole homes only, `rel` empty), every
+/// file is `lstat`ed, and a directory whose cached listing is still valid for its `stat` (see
+/// `HomeCache::listing`) is not listed again: it is reached through a path handle and the
+/// names of its cached listing are `lstat`ed (a name that is gone or no longer a regular file
+/// is skipped). Same files as without the cache; returns what the cache should remember.
+pub(crate) fn walk_each(
+    dir: Arc<Dir>,
+    rel: &str,
+    with_stat: bool,
+    cache: Option<&HomeCache>,
+    sink: &mut WalkSink<'_>,
+) -> Result<DirsSeen, confine::Error> {
+    let mut walk = Walk {
+        with_stat: with_stat || cache.is_some(),
+        cache,
+        seen: DirsSeen::default(),
+        path: String::from(rel),
+    };
+    walk.dir(dir, true, sink)?;
+    Ok(walk.seen)
+}
+
+struct Walk<'c> {
+    with_stat: bool,
+    cache: Option<&'c HomeCache>,
+    seen: DirsSeen,
+    /// The path of the directory being walked, relative to the home (reused for its files).
+    path: String,
+}
+
+/// Append `name` to the directory path `path` (emptiness: the home itself); returns where
+/// the name starts.
+fn push_name(path: &mut String, name: &str) -> usize {
+    if !path.is_empty() {
+        path.push('/');
+    }
+    path.push_str(name);
+    path.len() - name.len()
+}
+
+impl Walk<'_> {
+    /// Walk `dir` (at `self.path` in the home). `listable`: whether `dir` can be listed as it
+    /// is (a path handle from `Dir::child_handle` cannot).
+    fn dir(
+        &mut self,
+        dir: Arc<Dir>,
+        listable: bool,
+        sink: &mut WalkSink<'_>,
+    ) -> Result<(), confine::Error> {
+        let base = self.path.len();
+        // The directory's own `stat`, taken before it is listed: a change made while it is
+        // listed gives it a newer `stat` than the one the listing is remembered under.
+        let own_stat = match self.cache {
+            Some(_) => Some(FileStat::of_stat(&dir.stat_self()?)),
+            None => None,
+        };
+        let cached = match (self.cache, &own_stat) {
+            (Some(cache), Some(stat)) => cache.listing(&self.path, stat),
+            _ => None,
+        };
+        let mut subdirs: Vec<String> = Vec::new();
+        if let Some((record, listing)) = cached {
+            self.seen.trusted.push(record);
+            let mut failed = None;
+            let path = &mut self.path;
+            listing.for_each(|is_dir, name| {
+                if failed.is_some() {
+                    return;
+                }
+                if is_dir {
+                    subdirs.push(name.to_owned());
+                    return;
+                }
+                match dir.lstat(OsStr::new(name)) {
+                    Ok(Some(s))
+                        if rustix::fs::FileType::from_raw_mode(s.st_mode)
+                            == rustix::fs::FileType::RegularFile =>
+                    {
+                        let name_at = push_name(path, name);
+                        sink(&dir, path, name_at, Some(FileStat::of_stat(&s)));
+                        path.truncate(base);
+                    }
+                    Ok(_) => {} // vanished or replaced since the listing: changing now
+                    Err(e) => failed = Some(e),
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            for name in subdirs {
+                match dir.child_handle(OsStr::new(&name)) {
+                    Ok(Some(sub)) => {
+                        push_name(&mut self.path, &name);
+                        let walked = self.dir(Arc::new(sub), false, sink);
+                        self.path.truncate(base);
+                        walked?;
+                    }
+                    Ok(None) => {}
+                    Err(e) if e.kind == confine::Kind::Symlink => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            return Ok(());
+        }
+        let dir = if listable {
+            dir
+        } else {
+            Arc::new(dir.listable()?)
+        };
+        let mut listing = own_stat.map(|stat| Listing {
+            stat,
+            ..Listing::default()
+        });
+        let with_stat = self.with_stat;
+        let path = &mut self.path;
+        // Names and kinds come from this directory's own handle; each file's `lstat` goes
+        // through the same handle (no path walked from the root again).
+        dir.for_each_entry(|name, kind| {
+            let Some(text) = name.to_str() else {
+                return Ok(()); // not addressable
+            };
+            match kind {
+                EntryKind::Dir => subdirs.push(text.to_owned()),
+                EntryKind::File if text.ends_with(".md") => {
+                    if let Some(listing) = listing.as_mut() {
+                        listing.files.push(text.to_owned());
+                    }
+                    let stat = if with_stat {
+                        match dir.lstat(name)? {
+                            Some(s) => Some(FileStat::of_stat(&s)),
+                            None => return Ok(()), // vanished since the directory was read
+                        }
+                    } else {
+                        None
+                    };
+                    let name_at = push_name(path, text);
+                    sink(&dir, path, name_at, stat);
+                    path.truncate(base);
+                }
+                _ => {}
+            }
+            Ok(())
+        })?;
+        if let Some(mut listing) = listing {
+            listing.dirs = subdirs.clone();
+            self.seen.learned.push((self.path.clone(), listing));
+        }
+        let cached_walk = self.cache.is_some();
+        for name in subdirs {
+            let opened = if cached_walk {
+                dir.child_handle(OsStr::new(&name))
+            } else {
+                dir.child(OsStr::new(&name))
+            };
+            match opened {
+                Ok(Some(sub)) => {
+                    push_name(&mut self.path, &name);
+                    let walked = self.dir(Arc::new(sub), !cached_walk, sink);
+                    self.path.truncate(base);
+                    walked?;
+                }
+                Ok(None) => {}
+                Err(e) if e.kind == confine::Kind::Symlink => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Slug-named entries of `<root>/<namespace>` that may be homes (directories, and symlinks,
