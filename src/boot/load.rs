@@ -177,16 +177,14 @@ fn recency(a: &Found, b: &Found) -> Ordering {
 }
 
 /// One `.md` file found by the walk that the cache cannot vouch for, before it is read: kept
-/// small (no allocation of its own), its path in the walk's shared text.
+/// small (no allocation of its own, no directory handle held open), its path in the walk's
+/// shared text.
 struct Candidate {
     /// File modification time, in epoch milliseconds (floored).
     mtime_ms: i64,
     stat: FileStat,
-    /// Its path: `paths[rel.0..rel.1]`; its name starts at `name_at` in it.
+    /// Its path: `paths[rel.0..rel.1]`.
     rel: (u32, u32),
-    name_at: u32,
-    /// Its directory: `dirs[dir]`.
-    dir: u32,
 }
 
 /// Load one home directory. `Ok(empty)` when it does not exist.
@@ -235,78 +233,82 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         }
         Err(e) => return Err(e.into()),
     };
-    let dir = std::sync::Arc::new(dir);
+    let home_dir = std::sync::Arc::new(dir);
     // Everything the walk hands over is looked at once, as it comes: a note the cache vouches
     // for is ranked at once (and allocates only when it enters the newest `cap`), the others
-    // become small candidates. Paths are kept in one text.
+    // become small candidates. Paths are kept in one text. Candidates hold no directory
+    // handle: keeping every directory open grows the process's descriptor table while the
+    // other homes' threads run, and each growth then waits for an RCU grace period
+    // (milliseconds of wall time, no CPU). The few read are reached again from the home.
     let mut paths = String::new();
     let mut all: Vec<(u32, u32)> = Vec::new();
-    let mut dirs: Vec<std::sync::Arc<crate::confine::Dir>> = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
     let mut map: Option<NoteFile> = None;
     let mut conflicts: Vec<NoteFile> = Vec::new();
     let mut present = 0usize;
     let cached = cache.as_deref();
-    let seen = store::walk_each(dir, "", true, cached, &mut |dir, rel, name_at, stat| {
-        let at = paths.len() as u32;
-        paths.push_str(rel);
-        all.push((at, paths.len() as u32));
-        if rel == "MAP.md" {
-            present += usize::from(cached.is_some_and(|c| c.contains(rel)));
-            map = Some(NoteFile::new(dir, rel, name_at, stat));
-            return;
-        }
-        let Some(stat) = stat else {
-            return; // vanished since the directory was read
-        };
-        if crate::sync::tree::is_conflict_name(&rel[name_at..]) {
-            conflicts.push(NoteFile::new(dir, rel, name_at, Some(stat)));
-        }
-        let mtime_ms = stat
-            .mtime
-            .saturating_mul(1000)
-            .saturating_add(stat.mtime_nsec / 1_000_000);
-        if let Some(cache) = cached {
-            if let Some(entry) = cache.get(rel, &stat) {
-                present += 1;
-                // Ranked from the cached block: exactly what reading its head would give.
-                home.note_files += 1;
-                if entry.boot_crumpled() {
-                    return;
-                }
-                let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
-                if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
-                    return; // older than the newest `cap`: no row
-                }
-                keep(
-                    &mut kept,
-                    cap,
-                    Found {
-                        updated_at_ms: key,
-                        address: format!("{prefix}{rel}"),
-                        file: NoteFile::new(dir, rel, name_at, Some(stat)),
-                        vpath: rel.to_owned(),
-                        stat,
-                    },
-                );
+    let walk_root = std::sync::Arc::clone(&home_dir);
+    let seen = store::walk_each(
+        walk_root,
+        "",
+        true,
+        cached,
+        &mut |dir, rel, name_at, stat| {
+            let at = paths.len() as u32;
+            paths.push_str(rel);
+            all.push((at, paths.len() as u32));
+            if rel == "MAP.md" {
+                present += usize::from(cached.is_some_and(|c| c.contains(rel)));
+                map = Some(NoteFile::new(dir, rel, name_at, stat));
                 return;
             }
-            if cache.contains(rel) {
-                present += 1;
+            let Some(stat) = stat else {
+                return; // vanished since the directory was read
+            };
+            if crate::sync::tree::is_conflict_name(&rel[name_at..]) {
+                conflicts.push(NoteFile::new(dir, rel, name_at, Some(stat)));
             }
-        }
-        if dirs.last().is_none_or(|d| !std::sync::Arc::ptr_eq(d, dir)) {
-            dirs.push(std::sync::Arc::clone(dir));
-        }
-        candidates.push(Candidate {
-            mtime_ms,
-            stat,
-            rel: (at, paths.len() as u32),
-            name_at: (at as usize + name_at) as u32,
-            dir: (dirs.len() - 1) as u32,
-        });
-    })?;
+            let mtime_ms = stat
+                .mtime
+                .saturating_mul(1000)
+                .saturating_add(stat.mtime_nsec / 1_000_000);
+            if let Some(cache) = cached {
+                if let Some(entry) = cache.get(rel, &stat) {
+                    present += 1;
+                    // Ranked from the cached block: exactly what reading its head would give.
+                    home.note_files += 1;
+                    if entry.boot_crumpled() {
+                        return;
+                    }
+                    let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
+                    if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
+                        return; // older than the newest `cap`: no row
+                    }
+                    keep(
+                        &mut kept,
+                        cap,
+                        Found {
+                            updated_at_ms: key,
+                            address: format!("{prefix}{rel}"),
+                            file: NoteFile::new(dir, rel, name_at, Some(stat)),
+                            vpath: rel.to_owned(),
+                            stat,
+                        },
+                    );
+                    return;
+                }
+                if cache.contains(rel) {
+                    present += 1;
+                }
+            }
+            candidates.push(Candidate {
+                mtime_ms,
+                stat,
+                rel: (at, paths.len() as u32),
+            });
+        },
+    )?;
     if let Some(cache) = cache.as_deref_mut() {
         cache.dirs_walked(seen);
         if present < cache.len() {
@@ -335,6 +337,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
             .then_with(|| text(a.rel).cmp(text(b.rel)))
     });
     let mut head = Vec::new();
+    let mut last_dir: Option<(&str, std::sync::Arc<crate::confine::Dir>)> = None;
     for candidate in candidates {
         let full = kept.len() >= cap;
         if full
@@ -345,12 +348,25 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
             break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
         }
         let vpath = text(candidate.rel);
-        let file = NoteFile::new(
-            &dirs[candidate.dir as usize],
-            vpath,
-            (candidate.name_at - candidate.rel.0) as usize,
-            Some(candidate.stat),
-        );
+        let (parent, name_at) = match vpath.rfind('/') {
+            Some(slash) => (&vpath[..slash], slash + 1),
+            None => ("", 0),
+        };
+        let dir = match &last_dir {
+            Some((p, d)) if *p == parent => std::sync::Arc::clone(d),
+            _ if parent.is_empty() => std::sync::Arc::clone(&home_dir),
+            _ => {
+                let names: Vec<&str> = parent.split('/').collect();
+                match home_dir.walk(&names) {
+                    Ok(Some(d)) => std::sync::Arc::new(d),
+                    Ok(None) => continue, // gone since the walk
+                    Err(e) if e.kind == crate::confine::Kind::Symlink => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        last_dir = Some((parent, std::sync::Arc::clone(&dir)));
+        let file = NoteFile::new(&dir, vpath, name_at, Some(candidate.stat));
         match store::read_head_into(&file, &mut head) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
