@@ -453,27 +453,48 @@ fn check_window(projection: &Projection, window_id: Option<&str>) -> Result<(), 
     Ok(())
 }
 
-/// Events passing the window and role filters (and, for `conversation`, the non-empty
-/// user/assistant rule), as event indexes ascending by seq.
-fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) -> Vec<usize> {
-    projection
-        .events()
-        .enumerate()
-        .filter(|(_, e)| {
-            options
-                .window_id
-                .as_deref()
-                .is_none_or(|id| projection.windows[e.window].window_id == id)
-        })
-        .filter(|(_, e)| match &options.roles {
+/// Whether event `e` passes the window and role filters (and, for `conversation`, the
+/// non-empty user/assistant rule).
+fn passes(projection: &Projection, options: &ListOptions, conversation: bool, e: &Event) -> bool {
+    let in_window = options
+        .window_id
+        .as_deref()
+        .is_none_or(|id| projection.windows[e.window].window_id == id);
+    in_window
+        && match &options.roles {
             Some(roles) => roles.contains(&e.role),
             None if conversation => {
                 matches!(e.role, EventRole::User | EventRole::Assistant) && e.has_text
             }
             None => true,
-        })
+        }
+}
+
+/// Events passing [`passes`], as event indexes ascending by seq.
+fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) -> Vec<usize> {
+    projection
+        .events()
+        .enumerate()
+        .filter(|(_, e)| passes(projection, options, conversation, e))
         .map(|(i, _)| i)
         .collect()
+}
+
+/// The raw-line test's mask of each event line: tested while the file was read (indexed by
+/// line), or found by the block scan of a warm index.
+enum Masks {
+    Tested(Vec<u64>),
+    Scanned(scan::LineMasks),
+}
+
+impl Masks {
+    /// Line `line`'s mask; every bit ("maybe") for a line without one.
+    fn get(&self, projection: &Projection, line: usize) -> u64 {
+        match self {
+            Masks::Tested(masks) => masks.get(line).copied().unwrap_or(u64::MAX),
+            Masks::Scanned(masks) => masks.get(projection, line),
+        }
+    }
 }
 
 /// `history-list`: one page of events (docs/spec/history.md §13).
@@ -594,24 +615,27 @@ pub(crate) fn search_with(
     // Through a stored projection, the prefilter is one scan of the event lines' bytes.
     let reused = match prefilter {
         Some(p) if leaf.is_none() => match open_reused(path, index)? {
-            Some(opened) => match scan::line_masks(&opened.file, &opened.projection, p) {
-                Some(masks) => Some((opened, masks?)),
-                None => None,
-            },
+            Some(opened) => {
+                let masks = scan::line_masks(&opened.file, &opened.projection, p)?;
+                Some((opened, Masks::Scanned(masks)))
+            }
             None => None,
         },
         _ => None,
     };
     let (opened, masks) = match reused {
         Some(found) => found,
-        None => open_testing_lines(
-            path,
-            leaf,
-            prefilter
-                .is_some()
-                .then_some(&test as &crate::session::LineTest<'_>),
-            index,
-        )?,
+        None => {
+            let (opened, tested) = open_testing_lines(
+                path,
+                leaf,
+                prefilter
+                    .is_some()
+                    .then_some(&test as &crate::session::LineTest<'_>),
+                index,
+            )?;
+            (opened, Masks::Tested(tested))
+        }
     };
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;
@@ -635,7 +659,7 @@ pub(crate) fn search_with(
     };
     let lower = options.after.unwrap_or(0);
     let upper = options.before.unwrap_or(u64::MAX);
-    let mask = |entry: usize| masks.get(entry).copied().unwrap_or(u64::MAX);
+    let mask = |line: usize| masks.get(projection, line);
     let may_match = |kind: DocKind, lines: u64| prefilter.is_none_or(|p| p.candidate(kind, lines));
     // The page shows the `limit` matches nearest its anchor (the newest, or the oldest after
     // `after`) and says whether one more exists beyond them (`older_before` / `newer_after`);
@@ -647,17 +671,17 @@ pub(crate) fn search_with(
     } else {
         usize::MAX
     };
-    let events = filtered(projection, options, false);
-    let ordered: Box<dyn Iterator<Item = &usize>> = if from_oldest {
-        Box::new(events.iter())
+    let count = projection.event_count();
+    let ordered: Box<dyn Iterator<Item = usize>> = if from_oldest {
+        Box::new(0..count)
     } else {
-        Box::new(events.iter().rev())
+        Box::new((0..count).rev())
     };
     let mut loader = Loader::new(&opened.file, &opened.projection);
     let mut vis = Vec::new();
-    for &event in ordered {
+    for event in ordered {
         let e = &projection.event(event);
-        if e.seq <= lower || e.seq >= upper {
+        if e.seq <= lower || e.seq >= upper || !passes(projection, options, false, e) {
             continue;
         }
         // A call's document spans its line and its result's line.
