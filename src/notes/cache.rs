@@ -538,9 +538,17 @@ impl HomeCache {
     fn write(&self) -> io::Result<()> {
         let dir = &self.dir;
         fs::create_dir_all(dir)?;
+        // A loaded record that was racy under the loaded file's time was never trusted; copied
+        // verbatim into a file written later, it would be (its ctime would then be old
+        // enough), although nobody checked that it still matches its file. So it is left out
+        // and the file is read again next time.
+        let settled = |body: &[u8]| {
+            self.stamp
+                .is_some_and(|stamp| stat_at(body).ctime < stamp - RACY_SECONDS)
+        };
         let mut items: Vec<(&str, Item<'_>)> = Vec::with_capacity(self.len());
         for i in 0..self.records.len() {
-            if !self.is_dropped(i) {
+            if !self.is_dropped(i) && settled(self.body_of(i)) {
                 items.push((self.key_of(i), Item::Raw(self.body_of(i))));
             }
         }
@@ -556,6 +564,7 @@ impl HomeCache {
             None => self
                 .dir_records
                 .iter()
+                .filter(|r| settled(dir_body(r)))
                 .map(|r| (dir_key(r), ListingRef::Raw(dir_body(r))))
                 .collect(),
             Some(seen) => seen
@@ -1070,6 +1079,52 @@ mod tests {
         let loaded = HomeCache::load(dir.path(), &root, &home);
         assert!(loaded.listing("", &old).is_some());
         assert_eq!(loaded.dir_records.len(), 1);
+    }
+
+    #[test]
+    fn a_racy_entry_is_not_carried_into_a_later_cache_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        let home = root.join("human");
+        let file_of = |cache: &HomeCache| cache.file.clone();
+        let age = |file: &Path, mtime: i64| {
+            let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(mtime as u64);
+            fs::File::options()
+                .write(true)
+                .open(file)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        // b.md changed one second before its cache file was written: racy, not trusted.
+        let mut racy = entry(1).stat;
+        racy.ctime = 1_000_000;
+        let mut cache = HomeCache::load(dir.path(), &root, &home);
+        cache.insert(
+            "b.md".into(),
+            Entry {
+                stat: racy,
+                ..entry(1)
+            },
+        );
+        cache.save();
+        age(&file_of(&cache), 1_000_001);
+        let mut loaded = HomeCache::load(dir.path(), &root, &home);
+        assert!(
+            loaded.get("b.md", &racy).is_none(),
+            "racy under its own file"
+        );
+        // A later command learns something else and saves, long after: b.md was not checked,
+        // so the new file must not vouch for it.
+        loaded.insert("c.md".into(), entry(3));
+        loaded.save();
+        age(&file_of(&loaded), 1_000_100);
+        let later = HomeCache::load(dir.path(), &root, &home);
+        assert!(later.get("c.md", &entry(3).stat).is_some());
+        assert!(
+            later.get("b.md", &racy).is_none(),
+            "an unchecked racy entry became trusted"
+        );
     }
 
     #[test]
