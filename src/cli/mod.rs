@@ -233,8 +233,30 @@ pub fn resolve_now(env: &BTreeMap<String, String>) -> Result<DateTime<FixedOffse
     }
 }
 
+/// Raise this process's soft limit of open files to its hard limit. A notes walk holds a
+/// handle per directory it still has files to read from (that is what keeps every open inside
+/// the notes root, see `confine`), so a home with more directories than the common soft limit
+/// of 1,024 would otherwise show as unavailable. Best effort: a limit that cannot be raised is
+/// left as it is. Nothing here uses `select`, the one API that needs descriptors below 1,024.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
+        && current < maximum
+    {
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: Some(maximum),
+                maximum: Some(maximum),
+            },
+        );
+    }
+}
+
 /// The process entry point: parse, resolve the world, run, map errors to exit codes.
 pub fn main() -> ExitCode {
+    raise_open_file_limit();
     let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => {

@@ -210,3 +210,67 @@ fn an_unwritable_cache_directory_means_working_without_it() {
     }
     assert_eq!(env.answers(&[], None), truth);
 }
+
+/// A home with more directories than the soft open-file limit: every note is listed and
+/// searched (the walk holds a handle per directory with files still to read, so the
+/// binary raises its soft limit to the hard one). Fails without that: the home shows as
+/// unavailable.
+#[test]
+fn a_home_with_more_directories_than_the_soft_open_file_limit_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes");
+    let dirs = 300;
+    for i in 0..dirs {
+        let sub = notes.join("human").join(format!("t{i:03}"));
+        fs::create_dir_all(&sub).unwrap();
+        fs::write(
+            sub.join("n.md"),
+            format!(
+                "---\norigin: self\ncreatedAt: 2026-01-01T00:00:00.000Z\nupdatedAt: 2026-01-01T00:00:00.000Z\n---\n\nneedle {i}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let bin = assert_cmd::cargo::cargo_bin("pi-context");
+    let call = |verb: &str, request: &str, cache: &[&str]| {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg("ulimit -S -n 64 && exec \"$@\"")
+            .arg("sh")
+            .arg(&bin)
+            .arg(verb)
+            .args(cache)
+            .arg("--notes-home")
+            .arg(&notes)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path())
+            .env("PI_CONTEXT_CACHE_DIR", dir.path().join("cache"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(request.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{verb}: {:?}", out);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    // Cold, warm (the cache written by the first call) and without the cache.
+    let counted = |answer: &serde_json::Value| {
+        assert_eq!(answer["data"]["homes_unavailable"], json!([]), "{answer}");
+        answer["data"]["files"].as_array().unwrap().len() as u64
+            + answer["data"]["more"].as_u64().unwrap()
+    };
+    for cache in [&["--no-cache"][..], &[], &[]] {
+        let list = call("notes-list", r#"{"limit": 1000}"#, cache);
+        assert_eq!(counted(&list), dirs as u64, "notes-list {cache:?}");
+        // notes-search reads every file and has no cache flag.
+        let search = call("notes-search", r#"{"query": "needle", "limit": 1000}"#, &[]);
+        assert_eq!(counted(&search), dirs as u64, "notes-search {cache:?}");
+    }
+}
