@@ -449,11 +449,16 @@ impl HomeCache {
         self.record(vpath).map(|i| EntryRef::Raw(self.body_of(i)))
     }
 
+    /// Whether something whose ctime is `ctime` changed longer than [`RACY_SECONDS`] before
+    /// the loaded cache file was written (the one rule for trusting entries and listings).
+    fn settled(&self, ctime: i64) -> bool {
+        self.stamp.is_some_and(|stamp| ctime < stamp - RACY_SECONDS)
+    }
+
     /// The entry of `vpath` when it is valid for a file whose `stat` is `stat`.
     pub fn get(&self, vpath: &str, stat: &FileStat) -> Option<EntryRef<'_>> {
-        let stamp = self.stamp?;
         let entry = self.entry(vpath)?;
-        (entry.stat() == *stat && stat.ctime < stamp - RACY_SECONDS).then_some(entry)
+        (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
     }
 
     /// Whether the cache has an entry for `vpath` (valid or not).
@@ -467,7 +472,6 @@ impl HomeCache {
     /// written. Adding, removing or renaming an entry changes the directory's times, so a
     /// valid listing names exactly the entries the directory has.
     pub fn listing(&self, rel: &str, stat: &FileStat) -> Option<(u32, ListingRef<'_>)> {
-        let stamp = self.stamp?;
         let key = rel.as_bytes();
         let bytes = &self.bytes;
         let records = &self.dir_records;
@@ -477,8 +481,7 @@ impl HomeCache {
         })?;
         let (at, len) = records[i as usize].body;
         let body = &bytes[at as usize..(at + len) as usize];
-        (stat_at(body) == *stat && stat.ctime < stamp - RACY_SECONDS)
-            .then_some((i, ListingRef::Raw(body)))
+        (stat_at(body) == *stat && self.settled(stat.ctime)).then_some((i, ListingRef::Raw(body)))
     }
 
     /// Record what a walk of the whole home saw of its directories: the cache file then keeps
@@ -542,10 +545,7 @@ impl HomeCache {
         // verbatim into a file written later, it would be (its ctime would then be old
         // enough), although nobody checked that it still matches its file. So it is left out
         // and the file is read again next time.
-        let settled = |body: &[u8]| {
-            self.stamp
-                .is_some_and(|stamp| stat_at(body).ctime < stamp - RACY_SECONDS)
-        };
+        let settled = |body: &[u8]| self.settled(stat_at(body).ctime);
         let mut items: Vec<(&str, Item<'_>)> = Vec::with_capacity(self.len());
         for i in 0..self.records.len() {
             if !self.is_dropped(i) && settled(self.body_of(i)) {
