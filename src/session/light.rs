@@ -20,6 +20,10 @@ use std::borrow::Cow;
 use super::skeleton::{ContentMeta, MAX_NESTING, RawEntry, RawMessage};
 
 /// The outcome of the fast decode of one line.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per line, consumed at once: boxing would allocate per line"
+)]
 pub(crate) enum Light<'a> {
     /// A valid entry line, its fields, and whether it holds an escape JavaScript's
     /// `JSON.stringify` would not write (as [`super::has_foreign_escape`]).
