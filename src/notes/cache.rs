@@ -461,6 +461,12 @@ impl HomeCache {
         (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
     }
 
+    /// The entry of `vpath` without checking it: only for an entry [`HomeCache::get`] vouched
+    /// for earlier in this command (a listing decodes it again to build a row).
+    pub fn entry_of(&self, vpath: &str) -> Option<EntryRef<'_>> {
+        self.entry(vpath)
+    }
+
     /// Whether the cache has an entry for `vpath` (valid or not).
     pub fn contains(&self, vpath: &str) -> bool {
         self.learned.contains_key(vpath) || self.record(vpath).is_some()

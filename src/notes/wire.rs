@@ -12,8 +12,8 @@ use super::identity::Identity;
 use super::note::{NoteMeta, format_stamp};
 use super::query::LineMatch;
 use super::store::{
-    ChangeKind, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, UpdateReceipt, WithStatus,
-    WriteReceipt,
+    ChangeKind, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, UpdateReceipt,
+    WithStatus, WriteReceipt,
 };
 use crate::envelope::{OUTPUT_BUDGET_BYTES, fits, largest_fitting, ok_envelope_bytes};
 use crate::window::{Cut, Reading, Window, continuation};
@@ -531,16 +531,16 @@ fn render_snapshot(
 /// Each item as (JSON value, text block), stopping once clearly over the budget: rows beyond it
 /// are never rendered.
 fn prepare_rows<T>(
-    items: &[T],
+    items: impl IntoIterator<Item = T>,
     mut prepare: impl FnMut(&T) -> (Value, String),
 ) -> Vec<(Value, String)> {
-    let mut rows = Vec::with_capacity(items.len().min(512));
+    let mut rows = Vec::with_capacity(512);
     let mut size = 0usize;
     for item in items {
         if size > 2 * OUTPUT_BUDGET_BYTES {
             break;
         }
-        let row = prepare(item);
+        let row = prepare(&item);
         size += row.1.len();
         rows.push(row);
     }
@@ -605,14 +605,15 @@ fn fitting_prefix(
 /// `notes-list`: `{files, more, crumpled_excluded, homes_unavailable}`, recent first, as many
 /// rows as `limit` and the budget allow.
 pub fn list_result(
-    listing: &WithStatus<NoteRow>,
+    listing: &NoteList,
     limit: Option<usize>,
     identity: &Identity,
 ) -> Result<Rendered, NoteError> {
-    let total = listing.rows.len();
+    let total = listing.len();
     let status = &listing.status;
     let take = limit.unwrap_or(usize::MAX).min(total);
-    let rows = prepare_rows(&listing.rows[..take], |r| {
+    // Rows are built only as taken: those past twice the budget never are.
+    let rows = prepare_rows(listing.rows().take(take), |r: &NoteRow| {
         (
             Value::Object(row_object(&r.display, &r.address, &r.meta, identity)),
             row_line(&r.display, &r.address, &r.meta, identity),
@@ -677,7 +678,7 @@ pub fn search_result(
     let take = limit.unwrap_or(usize::MAX).min(total);
     let render =
         |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &SEARCH_WORDS);
-    let rows = prepare_rows(&listing.rows[..take], |row| {
+    let rows = prepare_rows(&listing.rows[..take], |row: &&SearchRow| {
         let parts: Vec<(Value, String)> = row
             .matches
             .iter()
