@@ -520,6 +520,12 @@ impl HomeCache {
         self.learned.insert(vpath, entry);
     }
 
+    /// Make room for `additional` entries about to be learned (one growth of the table instead
+    /// of one per doubling, each moving every entry learned so far).
+    pub fn reserve(&mut self, additional: usize) {
+        self.learned.reserve(additional);
+    }
+
     /// Forget the entries of files the walk did not see (deleted or moved notes).
     pub fn retain_seen(&mut self, seen: &FxHashSet<&str>) {
         let before = self.len();

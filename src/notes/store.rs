@@ -778,9 +778,14 @@ impl Store {
             .enumerate()
             .flat_map(|(h, part)| (0..part.unread.len()).map(move |i| (h, i)))
             .collect();
-        let read = process_parallel(&unread, |&(h, i), buf| {
+        let read = process_parallel(&unread, |&(h, i), scratch| {
             let part = &parts[h];
-            examine(&part.unread[i].0, buf, &plan, part.cache.is_some())
+            let file = match part.reach(h, &part.unread[i], &mut scratch.dir) {
+                Ok(Some(file)) => file,
+                Ok(None) => return (Examined::Skip, None), // gone since the walk
+                Err(_) => return (Examined::Failed, None),
+            };
+            examine(&file, &mut scratch.buf, &plan, part.cache.is_some())
         });
         let mut crumpled: Vec<usize> = parts.iter().map(|p| p.crumpled).collect();
         let mut learned: Vec<(usize, usize, Box<CacheEntry>)> = Vec::new();
@@ -794,21 +799,31 @@ impl Store {
                 Examined::Crumpled => crumpled[h] += 1,
                 Examined::Failed => home_failed[h] = true,
                 Examined::Hit(meta) => {
-                    let rel = parts[h].unread[i].1;
+                    let rel = parts[h].unread[i].rel;
                     hits.push(Hit::new(meta.updated_at, h, rel, Some(meta)));
                 }
             }
         }
+        let mut learned_by_home = vec![0usize; parts.len()];
+        for &(h, _, _) in &learned {
+            learned_by_home[h] += 1;
+        }
+        for (part, n) in parts.iter_mut().zip(learned_by_home) {
+            if let Some(cache) = part.cache.as_mut() {
+                cache.reserve(n);
+            }
+        }
         for (h, i, entry) in learned {
             let part = &mut parts[h];
-            let rel = part.unread[i].0.rel.clone();
+            let rel = part.path(part.unread[i].rel).to_owned();
             if let Some(cache) = part.cache.as_mut() {
                 cache.insert(rel, *entry);
             }
         }
         for (index, part) in parts.iter_mut().enumerate() {
-            // The files read are not needed any more (nor their directories' handles).
+            // The files read and the home's handle are not needed any more.
             part.unread = Vec::new();
+            part.dir = None;
             if let Some(cache) = part.cache.as_ref()
                 && !home_failed[index]
             {
@@ -902,14 +917,19 @@ type HomeOrUnreadable = Result<Home, (String, bool)>;
 /// What the walk of one home found for a listing.
 #[derive(Default)]
 struct HomePart {
+    /// The home's directory (to reach the notes to read again).
+    dir: Option<Arc<Dir>>,
     cache: Option<HomeCache>,
     /// The path in the home of every note file walked, one after another; hits and unread
     /// files point into it.
     paths: String,
     /// Notes the cache vouched for that are listed.
     hits: Vec<Hit>,
-    /// Notes to read (the cache could not vouch for them), with their path in `paths`.
-    unread: Vec<(NoteFile, (u32, u32))>,
+    /// Notes to read (the cache could not vouch for them). They hold no directory handle:
+    /// holding one per directory with files left to read grew the descriptor table past the
+    /// soft open-file limit in a home of many directories, and each growth while other
+    /// threads run waits for an RCU grace period.
+    unread: Vec<Unread>,
     /// Crumpled notes the cache vouched for (skipped outside wastebasket mode).
     crumpled: usize,
 }
@@ -917,6 +937,46 @@ struct HomePart {
 impl HomePart {
     fn path(&self, (at, end): (u32, u32)) -> &str {
         &self.paths[at as usize..end as usize]
+    }
+
+    /// The note `unread` of this home (number `home`) as a file to open: its directory is
+    /// reached again from the home by path handles (`last` keeps the one reached before, as
+    /// the notes of one directory come one after another). `None` when a directory on the way
+    /// is gone or became a symlink since the walk (as if the note were gone).
+    fn reach(
+        &self,
+        home: usize,
+        unread: &Unread,
+        last: &mut Option<(usize, String, Arc<Dir>)>,
+    ) -> Result<Option<NoteFile>, confine::Error> {
+        let rel = self.path(unread.rel);
+        let name_at = unread.name_at as usize;
+        let parent = &rel[..name_at.saturating_sub(1)];
+        let Some(home_dir) = &self.dir else {
+            return Ok(None);
+        };
+        let dir = match last {
+            Some((h, p, d)) if *h == home && p == parent => Arc::clone(d),
+            _ if parent.is_empty() => Arc::clone(home_dir),
+            _ => {
+                let mut dir: Option<Dir> = None;
+                for name in parent.split('/') {
+                    let from: &Dir = dir.as_ref().unwrap_or(home_dir);
+                    match from.child_handle(OsStr::new(name)) {
+                        Ok(Some(next)) => dir = Some(next),
+                        Ok(None) => return Ok(None),
+                        Err(e) if e.kind == confine::Kind::Symlink => return Ok(None),
+                        Err(e) => return Err(e),
+                    }
+                }
+                match dir {
+                    Some(dir) => Arc::new(dir),
+                    None => return Ok(None),
+                }
+            }
+        };
+        *last = Some((home, parent.to_owned(), Arc::clone(&dir)));
+        Ok(Some(NoteFile::new(&dir, rel, name_at, unread.stat)))
     }
 
     /// Walk the home at `dir` (home number `home`, address prefix `prefix`): every note file
@@ -929,12 +989,14 @@ impl HomePart {
         prefix: &str,
         plan: &Plan,
     ) -> Result<(), confine::Error> {
+        self.dir = Some(Arc::clone(&dir));
         let HomePart {
             cache,
             paths,
             hits,
             unread,
             crumpled,
+            ..
         } = self;
         let cached = cache.as_ref();
         let mut ends: Vec<u32> = Vec::with_capacity(cached.map_or(0, |c| c.len() + 16));
@@ -972,7 +1034,11 @@ impl HomePart {
                     Some(Ranked::Hit(updated, meta)) => {
                         hits.push(Hit::new(updated, home, (at, end), meta));
                     }
-                    None => unread.push((NoteFile::new(dir, rel, name_at, stat), (at, end))),
+                    None => unread.push(Unread {
+                        rel: (at, end),
+                        name_at: name_at as u32,
+                        stat,
+                    }),
                 }
             },
         )?;
@@ -994,6 +1060,14 @@ impl HomePart {
         }
         Ok(())
     }
+}
+
+/// A note a listing must read: its path in its home's path text, where its name starts, and
+/// its `lstat` from the walk (with the cache).
+struct Unread {
+    rel: (u32, u32),
+    name_at: u32,
+    stat: Option<FileStat>,
 }
 
 /// A listed note before its row is built: its ranking key (`updatedAt` as seconds and
@@ -1171,13 +1245,16 @@ fn examine(
     learn: bool,
 ) -> (Examined, Option<Box<CacheEntry>>) {
     // A listing needs only the frontmatter block: read the head of the file.
-    match read_head_into(file, buf) {
-        Ok(()) => {}
+    let opened = match read_head_stat(file, buf) {
+        Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return (Examined::Skip, None),
         Err(_) => return (Examined::Failed, None),
-    }
+    };
     let name = file.name();
-    if let Some(stat) = file.stat.filter(|_| learn)
+    // Learned only when the file opened is still the one the walk `lstat`ed (same identity,
+    // size and times): the entry is kept under that `stat`, and a file replaced or changed
+    // in between (or reached through a directory that was replaced) is read again next time.
+    if let Some(stat) = file.stat.filter(|s| learn && *s == opened)
         && let Some(block) = frontmatter::block_prefix(buf)
     {
         let facts = Facts::of_block(block, &file.dir, name);
@@ -1226,16 +1303,27 @@ pub(crate) const HEAD_BYTES: usize = 4096;
 /// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
 /// reading a long body a listing (or the boot index) never looks at.
 pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
-    let (mut file, size) = file.open_sized()?;
+    read_head_stat(file, buf).map(drop)
+}
+
+/// [`read_head_into`], returning the `stat` of the file as opened.
+fn read_head_stat(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<FileStat> {
+    let (mut file, stat) = file
+        .dir
+        .open_file_stat(file.name())?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+    let stat = FileStat::of_stat(&stat);
+    let size = stat.size;
     buf.clear();
     let head = usize::try_from(size).map_or(HEAD_BYTES, |s| s.min(HEAD_BYTES));
     read_up_to(&mut file, buf, 0, head as u64)?;
     if buf.len() < HEAD_BYTES || frontmatter::block_prefix(buf).is_some() {
-        return Ok(()); // the whole file (as opened), or its block is in the head
+        return Ok(stat); // the whole file (as opened), or its block is in the head
     }
     // No closed block in the head: read the rest so parsing sees what it would.
     let len = buf.len();
-    read_up_to(&mut file, buf, len, size)
+    read_up_to(&mut file, buf, len, size)?;
+    Ok(stat)
 }
 
 /// Append to the first `len` bytes of `buf` until it holds `size` bytes or the file ends, with
@@ -1261,6 +1349,14 @@ fn read_up_to(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize, size: u64)
     Ok(())
 }
 
+/// What one [`process_parallel`] worker reuses from file to file: its read buffer, and the
+/// directory it reached last (home number, path in the home, handle).
+#[derive(Default)]
+struct Scratch {
+    buf: Vec<u8>,
+    dir: Option<(usize, String, Arc<Dir>)>,
+}
+
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
 #[allow(
     clippy::expect_used,
@@ -1268,15 +1364,15 @@ fn read_up_to(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize, size: u64)
 )]
 fn process_parallel<T: Sync, R: Send>(
     items: &[T],
-    f: impl Fn(&T, &mut Vec<u8>) -> R + Sync,
+    f: impl Fn(&T, &mut Scratch) -> R + Sync,
 ) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
     if threads <= 1 || items.len() < 64 {
-        let mut buf = Vec::new();
-        return items.iter().map(|item| f(item, &mut buf)).collect();
+        let mut scratch = Scratch::default();
+        return items.iter().map(|item| f(item, &mut scratch)).collect();
     }
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|scope| {
@@ -1285,9 +1381,12 @@ fn process_parallel<T: Sync, R: Send>(
             .map(|part| {
                 let f = &f;
                 scope.spawn(move || {
-                    let mut buf = Vec::with_capacity(8192);
+                    let mut scratch = Scratch {
+                        buf: Vec::with_capacity(8192),
+                        dir: None,
+                    };
                     part.iter()
-                        .map(|item| f(item, &mut buf))
+                        .map(|item| f(item, &mut scratch))
                         .collect::<Vec<R>>()
                 })
             })
@@ -1817,6 +1916,56 @@ pub fn apply_edits(
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A listing learns a cache entry only for the file the walk `lstat`ed: when the file as
+    /// opened has another `stat` (changed or replaced in between), the answer is what was read
+    /// but nothing is cached under the walk's `stat`.
+    #[test]
+    fn a_file_changed_since_its_lstat_is_answered_but_not_learned() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(
+            tmp.path().join("a.md"),
+            "---\nupdatedAt: 2026-01-01T00:00:00.000+00:00\n---\n\nbody",
+        )
+        .unwrap();
+        let root = Arc::new(Dir::open_root(tmp.path()).unwrap().unwrap());
+        let walked = FileStat::of_stat(&root.lstat(OsStr::new("a.md")).unwrap().unwrap());
+        let plan = Plan {
+            homes: HomeSelection::Homes(Vec::new()),
+            pattern: None,
+            wastebasket: false,
+        };
+        let mut buf = Vec::new();
+        let same = NoteFile::new(&root, "a.md", 0, Some(walked));
+        let (outcome, entry) = examine(&same, &mut buf, &plan, true);
+        assert!(matches!(outcome, Examined::Hit(_)));
+        assert_eq!(entry.map(|e| e.stat), Some(walked));
+        for stale in [
+            FileStat {
+                size: walked.size + 1,
+                ..walked
+            },
+            FileStat {
+                ino: walked.ino + 1,
+                ..walked
+            },
+            FileStat {
+                ctime_nsec: (walked.ctime_nsec + 1) % 1_000_000_000,
+                ..walked
+            },
+        ] {
+            let file = NoteFile::new(&root, "a.md", 0, Some(stale));
+            let (outcome, entry) = examine(&file, &mut buf, &plan, true);
+            match outcome {
+                Examined::Hit(meta) => assert_eq!(meta.updated_at.timestamp(), 1_767_225_600),
+                _ => panic!("the note is listed"),
+            }
+            assert!(
+                entry.is_none(),
+                "learned under a stat that is not the file's"
+            );
+        }
+    }
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-01-01T00:00:00.000+00:00").unwrap()
