@@ -276,7 +276,7 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
             else {
                 return Ok(None);
             };
-            let index = if appended.write(&file, &buf[at..], &side) {
+            let index = if appended.write(&file, &buf[at..], &side.slices()) {
                 IndexUse::Extended
             } else {
                 IndexUse::Unavailable
