@@ -392,6 +392,22 @@ impl Prefilter {
             .chain(self.nested.iter().map(|r| (NESTED_BIT, r)))
     }
 
+    /// [`Prefilter::scans`], each with a key naming exactly what its regex matches (the
+    /// memo of hits in `scan` is keyed by it): `i:` and the literal for a case-insensitive
+    /// literal, `s:` and the probe for the case-sensitive nested-call probe. A change to how
+    /// these regexes are built must change the memo's format version.
+    pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = (u64, String, &bytes::Regex)> {
+        self.literals
+            .iter()
+            .enumerate()
+            .map(|(i, (f, r))| (1u64 << i, format!("i:{f}"), r))
+            .chain(
+                self.nested
+                    .iter()
+                    .map(|r| (NESTED_BIT, "s:nestedCalls".to_string(), r)),
+            )
+    }
+
     /// The longest literal, in bytes.
     pub(crate) fn longest(&self) -> usize {
         self.literals

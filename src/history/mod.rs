@@ -37,7 +37,7 @@ pub use document::{Document, Loader, ToolFacts, ToolStatus};
 pub use projection::{Event, EventRole, Projection, Window};
 pub use read::ReadOptions;
 
-use crate::envelope::{DomainError, ErrorClass, Refusal, fits};
+use crate::envelope::{DomainError, ErrorClass, Refusal, fits, largest_fitting};
 pub use crate::session::{IndexMode, IndexUse};
 use crate::session::{Reopened, Session, SessionError, SessionFile};
 use crate::words::{plural, seq_range};
@@ -420,21 +420,30 @@ fn render_windows(data: &WindowsData) -> String {
 /// [`windows`] over an already opened session.
 #[allow(clippy::expect_used, reason = "window rows serialise")]
 pub fn windows_in(opened: &Opened) -> Result<Rendered, HistoryError> {
-    // Oldest first, stopping at the first row that does not fit.
+    // Oldest first, stopping at the first row that does not fit. The data and the text grow
+    // with every row shown, except that showing the very last row drops the "more windows"
+    // line: so the first `total` counts are searched by bisection, and the last one is tried
+    // only when all of them fit.
     let total = opened.projection.windows.len();
-    let mut best = None;
-    for shown in 0..=total {
+    let fits_with = |shown: usize| {
         let data = windows_of_data(opened, shown);
         let text = render_windows(&data);
-        if !fits(&data, &text) {
-            break;
-        }
-        best = Some(Rendered {
-            data: serde_json::to_value(&data).expect("window rows serialise"),
-            text,
-        });
-    }
-    best.ok_or(HistoryError::WindowsTooLarge)
+        fits(&data, &text)
+    };
+    let shown = match total.checked_sub(1) {
+        None => fits_with(0).then_some(0),
+        Some(below) => match largest_fitting(below, fits_with) {
+            Some(n) if n == below && fits_with(total) => Some(total),
+            found => found,
+        },
+    };
+    let shown = shown.ok_or(HistoryError::WindowsTooLarge)?;
+    let data = windows_of_data(opened, shown);
+    let text = render_windows(&data);
+    Ok(Rendered {
+        data: serde_json::to_value(&data).expect("window rows serialise"),
+        text,
+    })
 }
 
 fn check_window(projection: &Projection, window_id: Option<&str>) -> Result<(), HistoryError> {
@@ -616,7 +625,12 @@ pub(crate) fn search_with(
     let reused = match prefilter {
         Some(p) if leaf.is_none() => match open_reused(path, index)? {
             Some(opened) => {
-                let masks = scan::line_masks(&opened.file, &opened.projection, p)?;
+                let memo = match index {
+                    IndexMode::In { dir, .. } => scan::Memo::new(dir, path, &opened.file),
+                    _ => None,
+                };
+                let masks =
+                    scan::line_masks_memo(&opened.file, &opened.projection, p, memo.as_ref())?;
                 Some((opened, Masks::Scanned(masks)))
             }
             None => None,

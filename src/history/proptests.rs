@@ -517,6 +517,12 @@ proptest! {
         });
         let _ = strip(search_with(file.path(), None, &queries, &options, true, &mode));
         let scanned = strip(search_with(file.path(), None, &queries, &options, true, &mode));
+        // The third call finds the hits in the memo the second one wrote.
+        let memoed = strip(search_with(file.path(), None, &queries, &options, true, &mode));
+        prop_assert_eq!(
+            memoed.as_ref().map(|(d, t, _)| (d, t)).map_err(|e| e.code()),
+            scanned.as_ref().map(|(d, t, _)| (d, t)).map_err(|e| e.code())
+        );
         // And the scan itself, line by line: never a fragment fewer than the line test.
         if let Ok(matcher) = super::matcher::Matcher::new(&queries)
             && let Some(p) = matcher.prefilter()
@@ -530,6 +536,21 @@ proptest! {
                     let raw = opened.file.raw_at(line.offset, line.len).unwrap();
                     let tested = p.line_mask(&raw);
                     prop_assert!(mask & tested == tested, "block {}, line {}: scan {:x} test {:x}", block, i, mask, tested);
+                }
+                // The memo's scan of whole lines, written then read: the same masks.
+                let fresh = tempfile::tempdir().unwrap();
+                let memo = super::scan::Memo::new(fresh.path(), file.path(), &opened.file);
+                for round in 0..2 {
+                    let memoed = super::scan::line_masks_memo_in_blocks(
+                        &opened.file, &opened.projection, p, memo.as_ref(), block,
+                    ).unwrap();
+                    for i in 0..opened.projection.line_count() {
+                        prop_assert_eq!(
+                            memoed.get(&opened.projection, i),
+                            masks.get(&opened.projection, i),
+                            "block {}, round {}, line {}", block, round, i
+                        );
+                    }
                 }
             }
         }
@@ -830,6 +851,95 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
             }
         }
     }
+}
+
+/// The memo of line hits (`scan::Memo`): searches through it answer as without the index
+/// while the file grows, and every flipped byte and truncation of the memo file, a rewritten
+/// session and an unwritable memo are harmless.
+#[test]
+fn the_memo_of_line_hits_answers_alike_and_every_damage_of_it_is_harmless() {
+    let file = stored_projection_session();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::copy(file.path(), &path).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let queries = vec!["quokka".to_string(), "src/3.rs".to_string()];
+    let search = |mode: &IndexMode<'_>| -> String {
+        let options = ListOptions {
+            limit: 50,
+            ..ListOptions::default()
+        };
+        let mut r = super::search(&path, None, &queries, &options, mode).unwrap();
+        r.data.as_object_mut().unwrap().remove("index");
+        format!("{}\n{}", r.data, r.text)
+    };
+    let memo =
+        crate::session::index::index_path(cache.path(), &std::fs::canonicalize(&path).unwrap())
+            .with_extension("hits");
+    // Built, then reused: the second search writes the memo, the third reads it.
+    let expected = search(&IndexMode::Off);
+    assert_eq!(search(&mode), expected);
+    assert_eq!(search(&mode), expected);
+    let good = std::fs::read(&memo).expect("the memo is written");
+    assert!(good.len() > 28 + 40);
+    assert_eq!(search(&mode), expected);
+    assert_eq!(
+        std::fs::read(&memo).unwrap(),
+        good,
+        "an up-to-date memo is not rewritten"
+    );
+    for at in 0..good.len() {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0x5a;
+        for (damaged, what) in [(flipped, "flipped"), (good[..at].to_vec(), "truncated")] {
+            std::fs::write(&memo, &damaged).unwrap();
+            assert_eq!(search(&mode), expected, "{what} at {at}");
+            assert_eq!(
+                std::fs::read(&memo).unwrap(),
+                good,
+                "{what} at {at}: rewritten"
+            );
+        }
+    }
+    // A well-formed memo that lies (its hits dropped) changes the answer: it is used.
+    super::scan::forget_memo_hits(cache.path(), &path);
+    assert_ne!(search(&mode), expected);
+    std::fs::write(&memo, &good).unwrap();
+    // Appends: only the new bytes are scanned, and the memo grows with them.
+    append(
+        &path,
+        &format!(
+            "{}\n",
+            json!({"type": "message", "id": "late", "parentId": "e24", "timestamp": "2026-01-01T00:10:00.000Z",
+                "message": {"role": "user", "content": "late quokka in src/3.rs"}})
+        ),
+    );
+    let expected = search(&IndexMode::Off);
+    assert_eq!(search(&mode), expected);
+    assert_eq!(search(&mode), expected);
+    assert_ne!(
+        std::fs::read(&memo).unwrap(),
+        good,
+        "the memo covers the appended line"
+    );
+    // The session rewritten with other bytes at the end of the covered range: not trusted.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    let at = n - 20;
+    bytes[at] = if bytes[at] == b'q' { b'x' } else { b'q' };
+    std::fs::write(&path, &bytes).unwrap();
+    let expected = search(&IndexMode::Off);
+    assert_eq!(search(&mode), expected);
+    assert_eq!(search(&mode), expected);
+    // A memo path that cannot be written (a directory in its place): the same answers.
+    std::fs::remove_file(&memo).unwrap();
+    std::fs::create_dir(&memo).unwrap();
+    assert_eq!(search(&mode), expected);
+    assert_eq!(search(&mode), expected);
 }
 
 // ------------------------------------- the stored projection extended in place by appends

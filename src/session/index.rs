@@ -446,7 +446,7 @@ impl Stored {
 }
 
 /// SHA-1 of the first and of the last `EDGE` bytes of `[0, len)`.
-fn edges(file: &File, len: u64) -> std::io::Result<([u8; 20], [u8; 20])> {
+pub(crate) fn edges(file: &File, len: u64) -> std::io::Result<([u8; 20], [u8; 20])> {
     let hash = |from: u64, to: u64| -> std::io::Result<[u8; 20]> {
         let mut buf = vec![0u8; (to - from) as usize];
         file.read_exact_at(&mut buf, from)?;
@@ -1160,6 +1160,7 @@ fn housekeeping(dir: &Path, now: SystemTime) {
             _ if marker.exists() => {
                 if older_than(&marker, GONE_AFTER) {
                     let _ = fs::remove_file(&path);
+                    let _ = fs::remove_file(dir.join(format!("{stem}.hits")));
                     let _ = fs::remove_file(&marker);
                 }
             }

@@ -25,6 +25,7 @@
 //! This module must not project history (seqs, windows, documents): that is `crate::history`.
 
 pub mod index;
+mod light;
 mod skeleton;
 
 #[cfg(test)]
@@ -838,7 +839,7 @@ fn decode_chunk(
             continue;
         }
         let line_no = chunk.line_count;
-        let mut take = |raw: skeleton::RawEntry| {
+        let mut take = |raw: skeleton::RawEntry, escapes: bool| {
             if raw.kind.as_deref() == Some("session") {
                 if chunk.first_session.is_none() {
                     chunk.first_session = Some(FirstSession {
@@ -855,24 +856,49 @@ fn decode_chunk(
             } else {
                 chunk.flags.push(line_test(body));
                 let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
-                entry.escapes = has_foreign_escape(body);
+                entry.escapes = escapes;
                 chunk.entries.push(entry);
             }
         };
-        let parsed = match skeleton::decode(body) {
-            Ok(raw) => {
-                take(raw);
+        let parsed = match light::decode(body) {
+            light::Light::Entry(raw, escapes) => {
+                take(raw, escapes);
                 true
             }
-            Err(_) => repair_lone_surrogates(body)
-                .and_then(|fixed| skeleton::decode(&fixed).ok().map(take))
-                .is_some(),
+            light::Light::Malformed => false,
+            light::Light::Unsure => match slow_decode(body) {
+                Some(Ok(raw)) => {
+                    take(raw, has_foreign_escape(body));
+                    true
+                }
+                Some(Err(fixed)) => match skeleton::decode(&fixed) {
+                    Ok(raw) => {
+                        take(raw, has_foreign_escape(body));
+                        true
+                    }
+                    Err(_) => false,
+                },
+                None => false,
+            },
         };
         if !parsed {
             chunk.malformed += 1;
         }
     }
     Ok(chunk)
+}
+
+/// The slow light decode of a line the fast one left undecided: `None` when the line is
+/// malformed (the full decode refuses it, or it is not an object), else its skeleton, or the
+/// line with its lone surrogate escapes repaired when only that decodes.
+fn slow_decode(body: &[u8]) -> Option<Result<skeleton::RawEntry<'_>, Vec<u8>>> {
+    if !parse_value(body).is_some_and(|value| value.is_object()) {
+        return None;
+    }
+    match skeleton::decode(body) {
+        Ok(raw) => Some(Ok(raw)),
+        Err(_) => repair_lone_surrogates(body).map(Err),
+    }
 }
 
 /// Reads `[at, end)` of a file with positioned reads.

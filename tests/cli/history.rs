@@ -1027,6 +1027,47 @@ fn a_line_nested_too_deep_is_malformed_for_every_command() {
     assert_eq!(event_seqs(&search["data"]), vec![1]);
 }
 
+/// A line the full decode refuses where the light pass used to skip over it unchecked — an
+/// invalid UTF-8 byte or a number out of `f64` range inside a field no history command reads —
+/// is malformed for every command, with and without the index, and never "changed since".
+#[test]
+fn a_line_the_full_decode_refuses_is_malformed_for_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    for line in [
+        NUM_HEADER.as_bytes(),
+        br#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello odd"}}"#,
+        b"{\"type\":\"message\",\"id\":\"b1\",\"parentId\":\"u1\",\"timestamp\":\"2026-01-01T00:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"odd byte\",\"extra\":\"\xff\"}}",
+        br#"{"type":"message","id":"b2","parentId":"b1","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"odd","arguments":{"n":1e400}}]}}"#,
+    ] {
+        bytes.extend_from_slice(line);
+        bytes.push(b'\n');
+    }
+    let session = dir.path().join("odd.jsonl");
+    std::fs::write(&session, bytes).unwrap();
+    for (command, request) in [
+        ("history-windows", "{}"),
+        ("history-list", r#"{"roles":["tool"]}"#),
+        ("history-list", "{}"),
+        ("history-search", r#"{"query":"odd"}"#),
+        ("history-read", r#"{"seq":1}"#),
+    ] {
+        for extra in [&["--no-index"][..], &[]] {
+            let out = hist_cached(command, &session, cache.path(), extra, request);
+            assert_eq!(out.code, 0, "{command} {extra:?}: {}", out.stdout);
+            assert_eq!(
+                out.json()["data"]["skipped_lines"],
+                2,
+                "{command} {extra:?}"
+            );
+            assert!(!out.stdout.contains("changed since"), "{command}");
+        }
+    }
+    let search = hist("history-search", &session, &[], r#"{"query":"odd"}"#).json();
+    assert_eq!(event_seqs(&search["data"]), vec![1]);
+}
+
 #[test]
 fn read_prints_execution_arguments_like_javascript() {
     let dir = tempfile::tempdir().unwrap();

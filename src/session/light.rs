@@ -1,0 +1,615 @@
+//! The fast light decode of one session line: a hand-written, allocation-light JSON scanner
+//! that validates the whole line under the rule of the full decode and extracts the same
+//! fields as [`super::skeleton::decode`], for the common line. It hands a line back
+//! ([`Light::Unsure`]) whenever it is not certain — an escape inside a key or inside a value
+//! it extracts, a number that may be out of `f64` range, a `version` that is not a small
+//! non-negative integer — and the caller then decodes it the slow way. Whether a line is
+//! malformed is decided here exactly as by [`super::parse_value`] (serde_json's full decode,
+//! lone surrogate escapes accepted) plus "the top level is an object": the property test
+//! `the_light_decoder_agrees_with_the_full_decoders` checks both facts and the fields on
+//! generated hostile lines.
+//!
+//! The rule, spelled out: the line is valid UTF-8; it is one JSON object, optionally
+//! surrounded by space, tab, CR or LF; strings hold no raw control character (< 0x20) and
+//! only the escapes `\" \\ \/ \b \f \n \r \t \uXXXX` (any four hex digits: a lone
+//! surrogate reads as U+FFFD); numbers follow JSON's grammar and are finite as an `f64`
+//! (`1e400` is malformed); arrays and objects nest at most [`MAX_NESTING`] deep.
+
+use std::borrow::Cow;
+
+use super::skeleton::{ContentMeta, MAX_NESTING, RawEntry, RawMessage};
+
+/// The outcome of the fast decode of one line.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per line, consumed at once: boxing would allocate per line"
+)]
+pub(crate) enum Light<'a> {
+    /// A valid entry line, its fields, and whether it holds an escape JavaScript's
+    /// `JSON.stringify` would not write (as [`super::has_foreign_escape`]).
+    Entry(RawEntry<'a>, bool),
+    /// Not one JSON object under the full decode's rule.
+    Malformed,
+    /// Valid or not, the fast decode does not decide this line: decode it the slow way.
+    Unsure,
+}
+
+/// Why the scan stopped early.
+enum Stop {
+    Bad,
+    Unsure,
+}
+
+type R<T> = Result<T, Stop>;
+
+/// Decode one line (without its `\n`).
+pub(crate) fn decode(line: &[u8]) -> Light<'_> {
+    if std::str::from_utf8(line).is_err() {
+        return Light::Malformed;
+    }
+    let mut p = Parser {
+        b: line,
+        i: 0,
+        depth: 0,
+        foreign: false,
+    };
+    let result = (|| {
+        p.ws();
+        if p.peek() != Some(b'{') {
+            return Err(Stop::Bad);
+        }
+        let entry = p.entry()?;
+        p.ws();
+        if p.i != p.b.len() {
+            return Err(Stop::Bad);
+        }
+        Ok(entry)
+    })();
+    match result {
+        Ok(entry) => Light::Entry(entry, p.foreign),
+        Err(Stop::Bad) => Light::Malformed,
+        Err(Stop::Unsure) => Light::Unsure,
+    }
+}
+
+/// The top-level and nested keys the skeleton reads (as in `skeleton::Key`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Type,
+    Id,
+    ParentId,
+    Timestamp,
+    CustomType,
+    Data,
+    Message,
+    Version,
+    Role,
+    Content,
+    ToolCallId,
+    ToolName,
+    Name,
+    Text,
+    WindowId,
+    Other,
+}
+
+fn key_of(raw: &[u8]) -> Key {
+    match raw {
+        b"type" => Key::Type,
+        b"id" => Key::Id,
+        b"parentId" => Key::ParentId,
+        b"timestamp" => Key::Timestamp,
+        b"customType" => Key::CustomType,
+        b"data" => Key::Data,
+        b"message" => Key::Message,
+        b"version" => Key::Version,
+        b"role" => Key::Role,
+        b"content" => Key::Content,
+        b"toolCallId" => Key::ToolCallId,
+        b"toolName" => Key::ToolName,
+        b"name" => Key::Name,
+        b"text" => Key::Text,
+        b"windowId" => Key::WindowId,
+        _ => Key::Other,
+    }
+}
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Non-zero when one of the 8 bytes of `v` is `"`, `\` or below 0x20 (never zero then; a
+/// non-zero value may also flag a byte after the first real one).
+#[inline]
+fn special(v: u64) -> u64 {
+    let q = v ^ (LO * u64::from(b'"'));
+    let s = v ^ (LO * u64::from(b'\\'));
+    ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s) | (v.wrapping_sub(LO * 0x20) & !v)) & HI
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+    /// Arrays/objects open around the current position.
+    depth: usize,
+    /// An escape JavaScript would not write was seen.
+    foreign: bool,
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    /// Skip whitespace, then require `byte`.
+    #[inline]
+    fn expect(&mut self, byte: u8) -> R<()> {
+        self.ws();
+        if self.peek() == Some(byte) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(Stop::Bad)
+        }
+    }
+
+    /// Skip a string (at its opening quote), validating it; returns its raw contents (between
+    /// the quotes) and whether it holds an escape.
+    fn string(&mut self) -> R<(&'a [u8], bool)> {
+        let b = self.b;
+        let start = self.i + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            // Jump to the first `"`, `\` or control byte: the lowest flagged byte of a word is
+            // always a real one.
+            while i + 8 <= b.len() {
+                let m = special(word(b, i));
+                if m != 0 {
+                    i += (m.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
+            let Some(&c) = b.get(i) else {
+                return Err(Stop::Bad);
+            };
+            match c {
+                b'"' => {
+                    self.i = i + 1;
+                    return Ok((&b[start..i], escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    i = self.escape(i + 1)?;
+                }
+                0..0x20 => return Err(Stop::Bad),
+                // Only in the last 7 bytes of the line, which are scanned one by one.
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Validate the escape whose letter is at `at`; returns the index after it.
+    #[inline]
+    fn escape(&mut self, at: usize) -> R<usize> {
+        match self.b.get(at) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 1),
+            Some(b'/') => {
+                self.foreign = true;
+                Ok(at + 1)
+            }
+            Some(b'u') => {
+                let hex = self.b.get(at + 1..at + 5).ok_or(Stop::Bad)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(Stop::Bad);
+                }
+                // JavaScript writes only U+0000–U+001F as `\u00XX`, and not those it writes
+                // short (\b \t \n \f \r).
+                let own = hex[0] == b'0'
+                    && hex[1] == b'0'
+                    && matches!(hex[2], b'0' | b'1')
+                    && !(hex[2] == b'0'
+                        && matches!(
+                            hex[3].to_ascii_lowercase(),
+                            b'8' | b'9' | b'a' | b'c' | b'd'
+                        ));
+                if !own {
+                    self.foreign = true;
+                }
+                Ok(at + 5)
+            }
+            _ => Err(Stop::Bad),
+        }
+    }
+
+    /// A key (at its opening quote) and its `:`.
+    fn key(&mut self) -> R<Key> {
+        let (raw, escaped) = self.string()?;
+        if escaped {
+            return Err(Stop::Unsure);
+        }
+        self.expect(b':')?;
+        self.ws();
+        Ok(key_of(raw))
+    }
+
+    /// Iterate the members of an object (at its `{`), calling `member` with each key, the
+    /// parser positioned at the value (whitespace skipped); `member` must consume the value.
+    #[inline]
+    fn object(&mut self, mut member: impl FnMut(&mut Self, Key) -> R<()>) -> R<()> {
+        self.open()?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            if self.peek() != Some(b'"') {
+                return Err(Stop::Bad);
+            }
+            let key = self.key()?;
+            member(self, key)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.i += 1;
+                    self.ws();
+                }
+                Some(b'}') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Bad),
+            }
+        }
+    }
+
+    /// Iterate the elements of an array (at its `[`), `element` consuming each.
+    #[inline]
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> R<()>) -> R<()> {
+        self.open()?;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => {
+                    self.i += 1;
+                    self.ws();
+                }
+                Some(b']') => {
+                    self.i += 1;
+                    self.depth -= 1;
+                    return Ok(());
+                }
+                _ => return Err(Stop::Bad),
+            }
+        }
+    }
+
+    /// Step over an opening `{`/`[`, counting the depth.
+    #[inline]
+    fn open(&mut self) -> R<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return Err(Stop::Bad);
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// Skip any value (whitespace before it already skipped), validating it.
+    fn skip(&mut self) -> R<()> {
+        match self.peek() {
+            Some(b'"') => self.string().map(drop),
+            Some(b'{') => self.object(|p, _| p.skip()),
+            Some(b'[') => self.array(Self::skip),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.number().map(drop),
+            _ => Err(Stop::Bad),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> R<()> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            Err(Stop::Bad)
+        }
+    }
+
+    /// Skip a number, validating its grammar; returns its text. One that might not be a
+    /// finite `f64` (an exponent or many digits) is checked by serde_json itself.
+    fn number(&mut self) -> R<&'a [u8]> {
+        let b = self.b;
+        let start = self.i;
+        let mut i = start;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let digits = |mut i: usize| {
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            i
+        };
+        let int_start = i;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => i = digits(i),
+            _ => return Err(Stop::Bad),
+        }
+        let int_digits = i - int_start;
+        if b.get(i) == Some(&b'.') {
+            let at = i + 1;
+            i = digits(at);
+            if i == at {
+                return Err(Stop::Bad);
+            }
+        }
+        let mut exponent = false;
+        if let Some(b'e' | b'E') = b.get(i) {
+            exponent = true;
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            let at = i;
+            i = digits(at);
+            if i == at {
+                return Err(Stop::Bad);
+            }
+        }
+        self.i = i;
+        let text = &b[start..i];
+        // Without an exponent, fewer than 300 integer digits are far below f64::MAX.
+        if (exponent || int_digits >= 300) && !finite(text) {
+            return Err(Stop::Bad);
+        }
+        Ok(text)
+    }
+
+    /// A string value borrowed from the line (other JSON types read as absent); a string with
+    /// an escape is left to the slow decode.
+    fn loose_str(&mut self) -> R<Option<&'a str>> {
+        if self.peek() != Some(b'"') {
+            self.skip()?;
+            return Ok(None);
+        }
+        let (raw, escaped) = self.string()?;
+        if escaped {
+            return Err(Stop::Unsure);
+        }
+        // The whole line is valid UTF-8 and `raw` lies between two quotes.
+        std::str::from_utf8(raw).map(Some).map_err(|_| Stop::Bad)
+    }
+
+    fn loose_string(&mut self) -> R<Option<String>> {
+        Ok(self.loose_str()?.map(str::to_owned))
+    }
+
+    fn loose_name(&mut self) -> R<Option<Cow<'a, str>>> {
+        Ok(self.loose_str()?.map(Cow::Borrowed))
+    }
+
+    /// `version`: a small non-negative integer; anything else numeric is left to the slow
+    /// decode, other types read as absent.
+    fn loose_u64(&mut self) -> R<Option<u64>> {
+        match self.peek() {
+            Some(b'-' | b'0'..=b'9') => {
+                let text = self.number()?;
+                if text.len() > 18 || !text.iter().all(u8::is_ascii_digit) {
+                    return Err(Stop::Unsure);
+                }
+                Ok(Some(
+                    text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')),
+                ))
+            }
+            _ => self.skip().map(|()| None),
+        }
+    }
+
+    fn entry(&mut self) -> R<RawEntry<'a>> {
+        let mut entry = RawEntry::default();
+        self.object(|p, key| {
+            match key {
+                Key::Type => entry.kind = p.loose_name()?,
+                Key::Id => entry.id = p.loose_string()?,
+                Key::ParentId => entry.parent_id = p.loose_string()?,
+                Key::Timestamp => entry.timestamp = p.loose_string()?,
+                Key::CustomType => entry.custom_type = p.loose_string()?,
+                Key::Data => entry.data_window_id = p.data()?,
+                Key::Message => entry.message = p.message()?,
+                Key::Version => {
+                    entry.version_present = true;
+                    entry.version = p.loose_u64()?;
+                }
+                _ => p.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(entry)
+    }
+
+    /// `data`: only `windowId` of an object.
+    fn data(&mut self) -> R<Option<String>> {
+        if self.peek() != Some(b'{') {
+            self.skip()?;
+            return Ok(None);
+        }
+        let mut window_id = None;
+        self.object(|p, key| {
+            if key == Key::WindowId {
+                window_id = p.loose_string()?;
+                Ok(())
+            } else {
+                p.skip()
+            }
+        })?;
+        Ok(window_id)
+    }
+
+    fn message(&mut self) -> R<Option<RawMessage<'a>>> {
+        if self.peek() != Some(b'{') {
+            self.skip()?;
+            return Ok(None);
+        }
+        let mut message = RawMessage::default();
+        self.object(|p, key| {
+            match key {
+                Key::Role => message.role = p.loose_name()?,
+                Key::Content => message.content = p.content()?,
+                Key::ToolCallId => message.tool_call_id = p.loose_string()?,
+                Key::ToolName => message.tool_name = p.loose_string()?,
+                _ => p.skip()?,
+            }
+            Ok(())
+        })?;
+        Ok(Some(message))
+    }
+
+    fn content(&mut self) -> R<ContentMeta> {
+        match self.peek() {
+            Some(b'"') => {
+                let (raw, _) = self.string()?;
+                Ok(ContentMeta {
+                    has_text: !raw.is_empty(),
+                    ..ContentMeta::default()
+                })
+            }
+            Some(b'[') => {
+                let mut meta = ContentMeta {
+                    is_array: true,
+                    ..ContentMeta::default()
+                };
+                let mut text_blocks = 0usize;
+                self.array(|p| {
+                    if p.peek() != Some(b'{') {
+                        return p.skip();
+                    }
+                    let mut kind: Option<&'a str> = None;
+                    let mut id = None;
+                    let mut name = None;
+                    let mut text: Option<bool> = None;
+                    p.object(|p, key| {
+                        match key {
+                            Key::Type => kind = p.loose_str()?,
+                            Key::Id => id = p.loose_string()?,
+                            Key::Name => name = p.loose_string()?,
+                            Key::Text => {
+                                text = if p.peek() == Some(b'"') {
+                                    Some(!p.string()?.0.is_empty())
+                                } else {
+                                    p.skip()?;
+                                    None
+                                }
+                            }
+                            _ => p.skip()?,
+                        }
+                        Ok(())
+                    })?;
+                    match kind {
+                        Some("text") => {
+                            if let Some(non_empty) = text {
+                                text_blocks += 1;
+                                meta.has_text |= non_empty;
+                            }
+                        }
+                        Some("toolCall") => meta.tool_calls.push((id, name)),
+                        _ => {}
+                    }
+                    Ok(())
+                })?;
+                // Joined with "\n": two or more text blocks are never an empty text.
+                meta.has_text |= text_blocks >= 2;
+                Ok(meta)
+            }
+            _ => self.skip().map(|()| ContentMeta::default()),
+        }
+    }
+}
+
+/// Whether serde_json's full decode reads the number `text` as a finite value.
+fn finite(text: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(text).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(line: &str) -> &'static str {
+        match decode(line.as_bytes()) {
+            Light::Entry(..) => "entry",
+            Light::Malformed => "malformed",
+            Light::Unsure => "unsure",
+        }
+    }
+
+    #[test]
+    fn the_common_line_is_decided_here() {
+        let line = r#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","content":[{"type":"text","text":"x\ny"},{"type":"toolCall","id":"c","name":"bash","arguments":{"n":1.5e-7,"s":"a\/b"}}],"usage":{"cost":0.25}}}"#;
+        let Light::Entry(entry, foreign) = decode(line.as_bytes()) else {
+            panic!("not decided");
+        };
+        assert!(foreign, "\\/ is not JavaScript's");
+        assert_eq!(entry.kind.as_deref(), Some("message"));
+        let message = entry.message.unwrap();
+        assert_eq!(
+            message.content.tool_calls,
+            vec![(Some("c".into()), Some("bash".into()))]
+        );
+        assert!(message.content.has_text);
+    }
+
+    #[test]
+    fn what_the_full_decode_refuses_is_malformed() {
+        for line in [
+            "{\"a\":1e400}",
+            "{\"a\":\"\u{1}\"}",
+            "{\"a\":01}",
+            "{\"a\":1.}",
+            "{\"a\":[1,]}",
+            "{\"a\":1,}",
+            "{\"a\":\"\\x\"}",
+            "[1]",
+            "{} x",
+        ] {
+            assert_eq!(verdict(line), "malformed", "{line}");
+            assert!(super::super::parse_value(line.as_bytes()).is_none_or(|v| !v.is_object()));
+        }
+        assert!(matches!(decode(b"{\"a\":\"\xff\"}"), Light::Malformed));
+    }
+
+    #[test]
+    fn escaped_fields_and_odd_versions_go_the_slow_way() {
+        assert_eq!(verdict(r#"{"id":"a\u0062"}"#), "unsure");
+        assert_eq!(verdict(r#"{"t\u0079pe":"x"}"#), "unsure");
+        assert_eq!(verdict(r#"{"version":3.0}"#), "unsure");
+        assert_eq!(verdict(r#"{"other":"a\u0062\ud800"}"#), "entry");
+    }
+}
