@@ -418,6 +418,14 @@ impl Dir {
     /// [`Dir::open_file`], with the file's size when it was opened (from the `fstat` that
     /// checks it is a regular file), so a reader can stop without a last empty `read`.
     pub fn open_file_sized(&self, name: &OsStr) -> Result<Option<(File, u64)>, Error> {
+        #[allow(clippy::unnecessary_cast, reason = "st_size widths differ by platform")]
+        Ok(self
+            .open_file_stat(name)?
+            .map(|(file, stat)| (file, stat.st_size.max(0) as u64)))
+    }
+
+    /// [`Dir::open_file`], with the `fstat` of the file as opened (a regular file).
+    pub fn open_file_stat(&self, name: &OsStr) -> Result<Option<(File, rustix::fs::Stat)>, Error> {
         let fd = match rustix::fs::openat(
             &self.fd,
             name,
@@ -435,9 +443,7 @@ impl Dir {
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(Error::new(Kind::NotAFile, "open", self.join(name), None));
         }
-        #[allow(clippy::unnecessary_cast, reason = "st_size widths differ by platform")]
-        let size = stat.st_size.max(0) as u64;
-        Ok(Some((File::from(fd), size)))
+        Ok(Some((File::from(fd), stat)))
     }
 
     /// The whole content of the regular file `name`; `None` when it does not exist.

@@ -295,6 +295,7 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
 
 /// Open and project; with `line_test`, also the test's flag of every line of
 /// `projection.lines`.
+#[allow(clippy::expect_used, reason = "an encoding thread does not panic")]
 fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
@@ -309,18 +310,30 @@ fn open_testing_lines(
     }
     let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
-    let branch = session.active_branch(leaf_entry);
-    let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
-    // The stored projection must be the default branch of exactly the indexed lines.
-    let storable = pending
-        .as_ref()
-        .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
-    // What extending the stored projection needs; then the skeleton is freed before the
-    // index is encoded and written (peak memory).
-    let side = storable
-        .then(|| flat::side_of(&session, &branch, &projection, &entry_of_line))
-        .flatten();
-    drop(branch);
+    // The index's skeleton is encoded on another core while the projection is built.
+    let (pending, projected) = std::thread::scope(|scope| {
+        let encoding = pending.map(|mut pending| {
+            let entries = &session.entries;
+            scope.spawn(move || {
+                pending.encode(entries);
+                pending
+            })
+        });
+        let branch = session.active_branch(leaf_entry);
+        let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
+        let pending = encoding.map(|handle| handle.join().expect("encoding does not panic"));
+        // The stored projection must be the default branch of exactly the indexed lines.
+        let storable = pending
+            .as_ref()
+            .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
+        // What extending the stored projection needs.
+        let side = storable
+            .then(|| flat::side_of(&session, &branch, &projection, &entry_of_line))
+            .flatten();
+        (pending, (projection, entry_of_line, storable, side))
+    });
+    let (projection, entry_of_line, storable, side) = projected;
+    // The skeleton is freed before the index is written (peak memory).
     let file = session.into_file();
     let mut index = used;
     if let Some(pending) = pending {

@@ -459,6 +459,12 @@ impl HomeCache {
         (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
     }
 
+    /// The entry of `vpath` without checking it: only for an entry [`HomeCache::get`] vouched
+    /// for earlier in this command (a listing decodes it again to build a row).
+    pub fn entry_of(&self, vpath: &str) -> Option<EntryRef<'_>> {
+        self.entry(vpath)
+    }
+
     /// Whether the cache has an entry for `vpath` (valid or not).
     pub fn contains(&self, vpath: &str) -> bool {
         self.learned.contains_key(vpath) || self.record(vpath).is_some()
@@ -510,6 +516,12 @@ impl HomeCache {
             self.drop_record(i);
         }
         self.learned.insert(vpath, entry);
+    }
+
+    /// Make room for `additional` entries about to be learned (one growth of the table instead
+    /// of one per doubling, each moving every entry learned so far).
+    pub fn reserve(&mut self, additional: usize) {
+        self.learned.reserve(additional);
     }
 
     /// Forget the entries of files the walk did not see (deleted or moved notes).

@@ -37,7 +37,7 @@ pub use identity::{
 pub use note::{MAX_NOTE_BYTES, NoteMeta, Origin, format_stamp, parse_note, serialize_note};
 pub use query::{Query, address_order, recency_order};
 pub use store::{
-    Change, ChangeKind, Edit, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, Store,
+    Change, ChangeKind, Edit, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, Store,
     UpdateOptions, UpdateReceipt, WithStatus, WriteOutcome, WriteReceipt,
 };
 

@@ -17,13 +17,13 @@ use chrono::{DateTime, FixedOffset};
 use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
 use super::cache::{
-    DirsSeen, Entry as CacheEntry, Facts, FileStat, HomeCache, Listing, root_cache_dir,
+    DirsSeen, Entry as CacheEntry, EntryRef, Facts, FileStat, HomeCache, Listing, root_cache_dir,
 };
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
 use super::identity::{Identity, is_slug};
 use super::note::{NoteMeta, Origin, format_stamp, serialize_note};
-use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query, recency_order};
+use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query};
 use crate::confine::{self, Dir, EntryKind};
 
 mod search;
@@ -578,7 +578,14 @@ impl Store {
     /// cannot be read; see [`Store::list_with_status`] for the tolerant form.
     pub fn list(&self, query: &Query) -> Result<Vec<NoteRow>, NoteError> {
         let listing = self.scan(query)?;
-        strict((listing.rows, listing.failed))
+        strict((listing.rows().collect(), listing.failed))
+    }
+
+    /// Like [`Store::list_with_status`], but the rows are built only as they are taken from
+    /// the [`NoteList`] (a caller showing the first few hundred of thousands of notes builds
+    /// only those).
+    pub fn list_ranked(&self, query: &Query) -> Result<NoteList, NoteError> {
+        self.scan(query)
     }
 
     /// Like [`Store::list`], but a home that fails to read is reported in
@@ -600,7 +607,7 @@ impl Store {
     pub fn list_with_status(&self, query: &Query) -> Result<WithStatus<NoteRow>, NoteError> {
         let listing = self.scan(query)?;
         Ok(WithStatus {
-            rows: listing.rows,
+            rows: listing.rows().collect(),
             status: listing.status,
         })
     }
@@ -682,63 +689,56 @@ impl Store {
         Ok((dirs, name))
     }
 
-    #[allow(
-        clippy::expect_used,
-        reason = "candidates only come from readable homes"
-    )]
-    fn scan(&self, query: &Query) -> Result<Scanned, NoteError> {
+    /// Rank the notes `query` selects without building their rows: each home is walked on its
+    /// own thread (one `lstat` per note with the metadata cache); a note the cache vouches
+    /// for is ranked from its entry as the walk reaches it, and only the others are kept
+    /// (with their directory's handle) to be read on a few threads. A row is built when asked
+    /// for ([`NoteList::row`]).
+    fn scan(&self, query: &Query) -> Result<NoteList, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
-        let mut candidates: Vec<Candidate> = Vec::new();
+        let prefixes: Vec<String> = homes
+            .iter()
+            .map(|h| h.as_ref().map(Home::prefix).unwrap_or_default())
+            .collect();
         let mut home_failed = vec![false; homes.len()];
         let mut home_symlinked = vec![false; homes.len()];
         let mut extra_unavailable = Vec::new();
         let mut extra_symlinked = Vec::new();
-        // Listings use the metadata cache (one per home) when there is a cache directory.
-        let use_cache = self.cache.is_some();
-        // Walk every home (one `lstat` per note with the cache) and load its cache, one thread
-        // per home: the walks are independent and dominated by system calls.
         let root = &self.identity.root;
-        let cache_root = self.cache.as_deref().filter(|_| use_cache);
-        let walk_home = |home: &Home| -> Option<WalkedHome> {
+        // Listings use the metadata cache (one per home) when there is a cache directory.
+        let cache_root = self.cache.as_deref();
+        let plan_ref = &plan;
+        let walk_home = |index: usize, home: &Home| -> Option<WalkedHome> {
             let (Some(dir), Some(components)) =
                 (home.dir(&self.identity), home.components(&self.identity))
             else {
                 return None;
             };
-            let mut cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
-            // Sized from the cache: no regrowth (each would copy every file found so far).
-            let mut files: Vec<NoteFile> =
-                Vec::with_capacity(cache.as_ref().map_or(0, |c| c.len() + 16));
-            let walked = open_home(root, &components).and_then(|opened| {
-                opened.map_or(Ok(()), |d| match cache.as_mut() {
-                    Some(cache) => walk_files_cached(Arc::new(d), Some(cache), &mut files),
-                    None => walk_files(Arc::new(d), "", false, &mut files),
-                })
+            let cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
+            let mut part = HomePart {
+                cache,
+                ..HomePart::default()
+            };
+            let walked = open_home(root, &components).and_then(|opened| match opened {
+                Some(d) => part.walk(Arc::new(d), index, &prefixes[index], plan_ref),
+                None => Ok(()),
             });
             if let Err(e) = walked {
                 return Some(Err(e.kind == confine::Kind::Symlink));
             }
-            if let Some(cache) = cache.as_mut() {
-                // Forget files that are gone (only when some are: no set is built otherwise).
-                let present = files.iter().filter(|f| cache.contains(&f.rel)).count();
-                if present < cache.len() {
-                    let seen: rustc_hash::FxHashSet<&str> =
-                        files.iter().map(|f| f.rel.as_str()).collect();
-                    cache.retain_seen(&seen);
-                }
-            }
-            Some(Ok((files, cache)))
+            Some(Ok(part))
         };
         let readable = homes.iter().filter(|h| h.is_ok()).count();
         let walked: Vec<Option<WalkedHome>> = if readable > 1 {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = homes
                     .iter()
-                    .map(|home| {
+                    .enumerate()
+                    .map(|(index, home)| {
                         home.as_ref()
                             .ok()
-                            .map(|home| scope.spawn(move || walk_home(home)))
+                            .map(|home| scope.spawn(move || walk_home(index, home)))
                     })
                     .collect();
                 handles
@@ -749,134 +749,105 @@ impl Store {
         } else {
             homes
                 .iter()
-                .map(|home| home.as_ref().ok().and_then(walk_home))
+                .enumerate()
+                .map(|(index, home)| home.as_ref().ok().and_then(|h| walk_home(index, h)))
                 .collect()
         };
-        let mut caches: Vec<Option<HomeCache>> = Vec::with_capacity(homes.len());
+        let mut parts: Vec<HomePart> = Vec::with_capacity(homes.len());
         for (index, (home, walked)) in homes.iter().zip(walked).enumerate() {
-            caches.push(None);
-            let home = match home {
-                Ok(home) => home,
-                Err((label, symlink)) => {
-                    extra_unavailable.push(label.clone());
-                    if *symlink {
-                        extra_symlinked.push(label.clone());
-                    }
-                    continue;
+            parts.push(HomePart::default());
+            if let Err((label, symlink)) = home {
+                extra_unavailable.push(label.clone());
+                if *symlink {
+                    extra_symlinked.push(label.clone());
                 }
-            };
-            let (files, cache) = match walked {
-                None => continue,
+                continue;
+            }
+            match walked {
+                None => {}
                 Some(Err(symlink)) => {
                     home_failed[index] = true;
                     home_symlinked[index] = symlink;
-                    continue;
                 }
-                Some(Ok(walked)) => walked,
-            };
-            caches[index] = cache;
-            let prefix = home.prefix();
-            candidates.reserve(files.len());
-            for file in files {
-                let display = format!("{prefix}{}", file.rel);
-                if plan
-                    .pattern
-                    .as_ref()
-                    .is_some_and(|re| !re.is_match(&display))
-                {
-                    continue;
-                }
-                candidates.push(Candidate {
-                    home: index,
-                    display,
-                    file,
-                });
+                Some(Ok(part)) => parts[index] = part,
             }
         }
-        // Notes the cache vouches for are answered here, in order, without a thread; only the
-        // others are read, on a few threads.
-        let mut answered: Vec<Option<Examined>> = candidates
+        // The notes the cache could not vouch for are read on a few threads.
+        let unread: Vec<(usize, usize)> = parts
             .iter()
-            .map(|c| from_cache(c, &plan, caches[c.home].as_ref()))
+            .enumerate()
+            .flat_map(|(h, part)| (0..part.unread.len()).map(move |i| (h, i)))
             .collect();
-        let unread: Vec<usize> = (0..candidates.len())
-            .filter(|&i| answered[i].is_none())
-            .collect();
-        let read = process_parallel(&unread, |&i, buf| {
-            let candidate = &candidates[i];
-            examine(candidate, buf, &plan, caches[candidate.home].is_some())
+        let read = process_parallel(&unread, |&(h, i), scratch| {
+            let part = &parts[h];
+            let file = match part.reach(h, &part.unread[i], &mut scratch.dir) {
+                Ok(Some(file)) => file,
+                Ok(None) => return (Examined::Skip, None), // gone since the walk
+                Err(_) => return (Examined::Failed, None),
+            };
+            examine(&file, &mut scratch.buf, &plan, part.cache.is_some())
         });
-        let mut learned: Vec<(usize, String, Box<CacheEntry>)> = Vec::new();
-        for (&i, (outcome, entry)) in unread.iter().zip(read) {
+        let mut crumpled: Vec<usize> = parts.iter().map(|p| p.crumpled).collect();
+        let mut learned: Vec<(usize, usize, Box<CacheEntry>)> = Vec::new();
+        let mut hits: Vec<Hit> = Vec::with_capacity(parts.iter().map(|p| p.hits.len()).sum());
+        for (&(h, i), (outcome, entry)) in unread.iter().zip(read) {
             if let Some(entry) = entry {
-                let candidate = &candidates[i];
-                learned.push((candidate.home, candidate.file.rel.clone(), entry));
+                learned.push((h, i, entry));
             }
-            answered[i] = Some(outcome);
+            match outcome {
+                Examined::Skip => {}
+                Examined::Crumpled => crumpled[h] += 1,
+                Examined::Failed => home_failed[h] = true,
+                Examined::Hit(meta) => {
+                    let rel = parts[h].unread[i].rel;
+                    hits.push(Hit::new(meta.updated_at, h, rel, Some(meta)));
+                }
+            }
         }
-        let outcomes: Vec<Examined> = answered
-            .into_iter()
-            .map(|o| o.unwrap_or(Examined::Skip))
-            .collect();
-        for (home, rel, entry) in learned {
-            if let Some(cache) = caches[home].as_mut() {
+        let mut learned_by_home = vec![0usize; parts.len()];
+        for &(h, _, _) in &learned {
+            learned_by_home[h] += 1;
+        }
+        for (part, n) in parts.iter_mut().zip(learned_by_home) {
+            if let Some(cache) = part.cache.as_mut() {
+                cache.reserve(n);
+            }
+        }
+        for (h, i, entry) in learned {
+            let part = &mut parts[h];
+            let rel = part.path(part.unread[i].rel).to_owned();
+            if let Some(cache) = part.cache.as_mut() {
                 cache.insert(rel, *entry);
             }
         }
-        for (index, cache) in caches.iter_mut().enumerate() {
-            if let Some(cache) = cache
+        for (index, part) in parts.iter_mut().enumerate() {
+            // The files read and the home's handle are not needed any more.
+            part.unread = Vec::new();
+            part.dir = None;
+            if let Some(cache) = part.cache.as_ref()
                 && !home_failed[index]
             {
                 cache.save();
             }
         }
-        let mut crumpled = vec![0usize; homes.len()];
-        let mut hits = Vec::new();
-        for (candidate, outcome) in candidates.into_iter().zip(outcomes) {
-            match outcome {
-                Examined::Skip => {}
-                Examined::Crumpled => crumpled[candidate.home] += 1,
-                Examined::Failed => home_failed[candidate.home] = true,
-                Examined::Hit(meta) => hits.push((candidate, meta)),
+        for (index, part) in parts.iter_mut().enumerate() {
+            if !home_failed[index] {
+                hits.append(&mut part.hits);
             }
         }
-        let mut rows: Vec<NoteRow> = hits
-            .into_iter()
-            .filter(|(c, _)| !home_failed[c.home])
-            .map(|(c, meta)| {
-                let home = homes[c.home]
-                    .as_ref()
-                    .expect("candidates only come from readable homes")
-                    .clone();
-                NoteRow {
-                    address: Address {
-                        home,
-                        vpath: c.file.rel,
-                    },
-                    display: c.display,
-                    meta: *meta,
-                }
-            })
-            .collect();
-        // Sort row numbers, not rows: a row is a few hundred bytes, and a stable sort would move
-        // each of them about log n times. The order is the same (stable on equal keys).
-        let mut order: Vec<usize> = (0..rows.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (a, b) = (&rows[a], &rows[b]);
-            recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
+        hits.retain(|hit| !home_failed[hit.home as usize]);
+        // Recency, then the address; the home breaks the one tie left (a session note whose
+        // path looks like another home's address), in home order.
+        let display = |hit: &Hit| -> (&str, &str) {
+            let h = hit.home as usize;
+            (prefixes[h].as_str(), parts[h].path(hit.rel))
+        };
+        hits.sort_unstable_by(|a, b| {
+            (b.secs, b.nanos)
+                .cmp(&(a.secs, a.nanos))
+                .then_with(|| address_order_parts(display(a), display(b)))
+                .then(a.home.cmp(&b.home))
         });
-        // Put each row in its place by swaps (each swap settles one row): no second vector.
-        let mut place = vec![0usize; order.len()];
-        for (to, &from) in order.iter().enumerate() {
-            place[from] = to;
-        }
-        for i in 0..rows.len() {
-            while place[i] != i {
-                let j = place[i];
-                rows.swap(i, j);
-                place.swap(i, j);
-            }
-        }
         let mut status = Status::default();
         for (index, home) in homes.iter().enumerate() {
             if home_failed[index] {
@@ -894,11 +865,14 @@ impl Store {
         }
         status.homes_unavailable.extend(extra_unavailable);
         status.homes_symlinked.extend(extra_symlinked);
-        let first_error = home_failed.iter().any(|f| *f) || !status.homes_unavailable.is_empty();
-        Ok(Scanned {
-            rows,
+        let failed = home_failed.iter().any(|f| *f) || !status.homes_unavailable.is_empty();
+        Ok(NoteList {
             status,
-            failed: first_error,
+            failed,
+            homes: homes.into_iter().map(Result::ok).collect(),
+            prefixes,
+            parts,
+            hits,
         })
     }
 
@@ -933,17 +907,285 @@ impl Store {
     }
 }
 
-/// One home walked for a scan: its note files and loaded metadata cache, or whether the
-/// failure was a symlink. `None` (in `Option<WalkedHome>`) for a home with no directory.
-type WalkedHome = Result<(Vec<NoteFile>, Option<HomeCache>), bool>;
+/// One home walked for a scan, or whether the failure was a symlink. `None` (in
+/// `Option<WalkedHome>`) for a home with no directory.
+type WalkedHome = Result<HomePart, bool>;
 
 /// A home to read, or a namespace that could not be enumerated: `(label, is a symlink)`.
 type HomeOrUnreadable = Result<Home, (String, bool)>;
 
-struct Scanned {
-    rows: Vec<NoteRow>,
-    status: Status,
+/// What the walk of one home found for a listing.
+#[derive(Default)]
+struct HomePart {
+    /// The home's directory (to reach the notes to read again).
+    dir: Option<Arc<Dir>>,
+    cache: Option<HomeCache>,
+    /// The path in the home of every note file walked, one after another; hits and unread
+    /// files point into it.
+    paths: String,
+    /// Notes the cache vouched for that are listed.
+    hits: Vec<Hit>,
+    /// Notes to read (the cache could not vouch for them). They hold no directory handle:
+    /// holding one per directory with files left to read grew the descriptor table past the
+    /// soft open-file limit in a home of many directories, and each growth while other
+    /// threads run waits for an RCU grace period.
+    unread: Vec<Unread>,
+    /// Crumpled notes the cache vouched for (skipped outside wastebasket mode).
+    crumpled: usize,
+}
+
+impl HomePart {
+    fn path(&self, (at, end): (u32, u32)) -> &str {
+        &self.paths[at as usize..end as usize]
+    }
+
+    /// The note `unread` of this home (number `home`) as a file to open: its directory is
+    /// reached again from the home by path handles (`last` keeps the one reached before, as
+    /// the notes of one directory come one after another). `None` when a directory on the way
+    /// is gone or became a symlink since the walk (as if the note were gone).
+    fn reach(
+        &self,
+        home: usize,
+        unread: &Unread,
+        last: &mut Option<(usize, String, Arc<Dir>)>,
+    ) -> Result<Option<NoteFile>, confine::Error> {
+        let rel = self.path(unread.rel);
+        let name_at = unread.name_at as usize;
+        let parent = &rel[..name_at.saturating_sub(1)];
+        let Some(home_dir) = &self.dir else {
+            return Ok(None);
+        };
+        let dir = match last {
+            Some((h, p, d)) if *h == home && p == parent => Arc::clone(d),
+            _ if parent.is_empty() => Arc::clone(home_dir),
+            _ => {
+                let mut dir: Option<Dir> = None;
+                for name in parent.split('/') {
+                    let from: &Dir = dir.as_ref().unwrap_or(home_dir);
+                    match from.child_handle(OsStr::new(name)) {
+                        Ok(Some(next)) => dir = Some(next),
+                        Ok(None) => return Ok(None),
+                        Err(e) if e.kind == confine::Kind::Symlink => return Ok(None),
+                        Err(e) => return Err(e),
+                    }
+                }
+                match dir {
+                    Some(dir) => Arc::new(dir),
+                    None => return Ok(None),
+                }
+            }
+        };
+        *last = Some((home, parent.to_owned(), Arc::clone(&dir)));
+        Ok(Some(NoteFile::new(&dir, rel, name_at, unread.stat)))
+    }
+
+    /// Walk the home at `dir` (home number `home`, address prefix `prefix`): every note file
+    /// is recorded; one the cache vouches for is decided at once (no handle kept), the others
+    /// are kept to be read.
+    fn walk(
+        &mut self,
+        dir: Arc<Dir>,
+        home: usize,
+        prefix: &str,
+        plan: &Plan,
+    ) -> Result<(), confine::Error> {
+        self.dir = Some(Arc::clone(&dir));
+        let HomePart {
+            cache,
+            paths,
+            hits,
+            unread,
+            crumpled,
+            ..
+        } = self;
+        let cached = cache.as_ref();
+        let mut ends: Vec<u32> = Vec::with_capacity(cached.map_or(0, |c| c.len() + 16));
+        let mut present = 0usize;
+        let mut display = String::new();
+        let seen = walk_each(
+            dir,
+            "",
+            cached.is_some(),
+            cached,
+            &mut |dir, rel, name_at, stat| {
+                let at = paths.len() as u32;
+                paths.push_str(rel);
+                let end = paths.len() as u32;
+                ends.push(end);
+                let entry = match (cached, &stat) {
+                    (Some(cache), Some(stat)) => cache.get(rel, stat),
+                    _ => None,
+                };
+                if entry.is_some() || cached.is_some_and(|c| c.contains(rel)) {
+                    present += 1;
+                }
+                if let Some(re) = &plan.pattern {
+                    display.clear();
+                    display.push_str(prefix);
+                    display.push_str(rel);
+                    if !re.is_match(&display) {
+                        return;
+                    }
+                }
+                let name = OsStr::new(&rel[name_at..]);
+                match entry.and_then(|e| from_cache(e, plan, dir, name)) {
+                    Some(Ranked::Skip) => {}
+                    Some(Ranked::Crumpled) => *crumpled += 1,
+                    Some(Ranked::Hit(updated, meta)) => {
+                        hits.push(Hit::new(updated, home, (at, end), meta));
+                    }
+                    None => unread.push(Unread {
+                        rel: (at, end),
+                        name_at: name_at as u32,
+                        stat,
+                    }),
+                }
+            },
+        )?;
+        if let Some(cache) = cache.as_mut() {
+            cache.dirs_walked(seen);
+            // Forget files that are gone (only when some are: no set is built otherwise).
+            if present < cache.len() {
+                let mut at = 0usize;
+                let seen: rustc_hash::FxHashSet<&str> = ends
+                    .iter()
+                    .map(|&end| {
+                        let path = &paths[at..end as usize];
+                        at = end as usize;
+                        path
+                    })
+                    .collect();
+                cache.retain_seen(&seen);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A note a listing must read: its path in its home's path text, where its name starts, and
+/// its `lstat` from the walk (with the cache).
+struct Unread {
+    rel: (u32, u32),
+    name_at: u32,
+    stat: Option<FileStat>,
+}
+
+/// A listed note before its row is built: its ranking key (`updatedAt` as seconds and
+/// nanoseconds since the epoch), its home and path, and its metadata unless its cache entry
+/// holds it.
+struct Hit {
+    secs: i64,
+    nanos: u32,
+    home: u32,
+    rel: (u32, u32),
+    meta: Option<Box<NoteMeta>>,
+}
+
+impl Hit {
+    fn new(
+        updated: DateTime<FixedOffset>,
+        home: usize,
+        rel: (u32, u32),
+        meta: Option<Box<NoteMeta>>,
+    ) -> Hit {
+        Hit {
+            secs: updated.timestamp(),
+            nanos: updated.timestamp_subsec_nanos(),
+            home: home as u32,
+            rel,
+            meta,
+        }
+    }
+}
+
+/// [`crate::notes::query::address_order`] of two addresses given as (prefix, path), without
+/// joining them.
+fn address_order_parts(
+    (a_prefix, a_rel): (&str, &str),
+    (b_prefix, b_rel): (&str, &str),
+) -> std::cmp::Ordering {
+    a_prefix
+        .chars()
+        .chain(a_rel.chars())
+        .flat_map(char::to_lowercase)
+        .cmp(
+            b_prefix
+                .chars()
+                .chain(b_rel.chars())
+                .flat_map(char::to_lowercase),
+        )
+        .then_with(|| {
+            a_prefix
+                .bytes()
+                .chain(a_rel.bytes())
+                .cmp(b_prefix.bytes().chain(b_rel.bytes()))
+        })
+}
+
+/// A listing in recency order (most recently updated first; ties by address, then home),
+/// whose rows are built only when asked for: a listing shows a few hundred rows of
+/// thousands of notes.
+pub struct NoteList {
+    /// What the listing could not see.
+    pub status: Status,
+    /// Some home (or namespace) could not be read.
     failed: bool,
+    homes: Vec<Option<Home>>,
+    prefixes: Vec<String>,
+    parts: Vec<HomePart>,
+    hits: Vec<Hit>,
+}
+
+impl std::fmt::Debug for NoteList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NoteList")
+            .field("status", &self.status)
+            .field("len", &self.hits.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl NoteList {
+    /// How many notes are listed.
+    pub fn len(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Whether no note is listed.
+    pub fn is_empty(&self) -> bool {
+        self.hits.is_empty()
+    }
+
+    /// Whether some home (or namespace) could not be read (see `status`).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// The `i`-th row (0: the most recently updated note).
+    pub fn row(&self, i: usize) -> Option<NoteRow> {
+        let hit = self.hits.get(i)?;
+        let home = hit.home as usize;
+        let part = &self.parts[home];
+        let vpath = part.path(hit.rel);
+        let meta = match &hit.meta {
+            Some(meta) => NoteMeta::clone(meta),
+            // Decoded once already while ranking: the same bytes decode the same again.
+            None => part.cache.as_ref()?.entry_of(vpath)?.facts()?.meta?,
+        };
+        Some(NoteRow {
+            address: Address {
+                home: self.homes[home].clone()?,
+                vpath: vpath.to_owned(),
+            },
+            display: format!("{}{vpath}", self.prefixes[home]),
+            meta,
+        })
+    }
+
+    /// The rows in order, each built as it is taken.
+    pub fn rows(&self) -> impl Iterator<Item = NoteRow> + '_ {
+        (0..self.hits.len()).filter_map(|i| self.row(i))
+    }
 }
 
 fn strict<T>((rows, failed): (Vec<T>, bool)) -> Result<Vec<T>, NoteError> {
@@ -955,13 +1197,6 @@ fn strict<T>((rows, failed): (Vec<T>, bool)) -> Result<Vec<T>, NoteError> {
     Ok(rows)
 }
 
-struct Candidate {
-    home: usize,
-    display: String,
-    /// The file, with its `lstat` when the walk took it (listings with the metadata cache).
-    file: NoteFile,
-}
-
 enum Examined {
     Skip,
     Crumpled,
@@ -969,85 +1204,85 @@ enum Examined {
     Hit(Box<NoteMeta>),
 }
 
-/// A candidate's outcome from its valid cache entry (listings), without opening the file;
-/// `None` when the cache cannot vouch for it (no entry, a changed file, a record that does not
-/// decode, or a block that must be parsed).
-fn from_cache(candidate: &Candidate, plan: &Plan, cache: Option<&HomeCache>) -> Option<Examined> {
-    // The walk took the stat before anything is read: a file replaced in between is cached
-    // under its older stat, which no longer matches next time.
-    let entry = cache?.get(&candidate.file.rel, candidate.file.stat.as_ref()?)?;
+/// A note ranked from its cache entry: skipped, crumpled, or listed with its `updatedAt` (and
+/// its metadata when the entry does not hold it decoded).
+enum Ranked {
+    Skip,
+    Crumpled,
+    Hit(DateTime<FixedOffset>, Option<Box<NoteMeta>>),
+}
+
+/// A note's outcome from its valid cache entry (listings), without opening the file (`name`
+/// in `dir`); `None` when the cache cannot vouch for it (a record that does not decode).
+fn from_cache(entry: EntryRef<'_>, plan: &Plan, dir: &Dir, name: &OsStr) -> Option<Ranked> {
     // The crumpled test is a flag of the entry: nothing is decoded for a skipped note.
     let crumpled = entry.list_crumpled();
     if crumpled != plan.wastebasket {
         return Some(if crumpled {
-            Examined::Crumpled
+            Ranked::Crumpled
         } else {
-            Examined::Skip
+            Ranked::Skip
         });
     }
     let facts = entry.facts()?;
-    match facts.meta {
-        Some(meta) => Some(Examined::Hit(Box::new(meta))),
-        None => Some(examine_bytes(
-            candidate,
-            &mut Vec::new(),
-            plan,
-            Some(&facts.block),
-        )),
-    }
+    Some(match facts.meta {
+        Some(meta) => Ranked::Hit(meta.updated_at, None),
+        None => match examine_bytes(&facts.block, dir, name, plan) {
+            Examined::Hit(meta) => Ranked::Hit(meta.updated_at, Some(meta)),
+            Examined::Crumpled => Ranked::Crumpled,
+            Examined::Skip | Examined::Failed => Ranked::Skip,
+        },
+    })
 }
 
-/// Examine one candidate the cache could not answer for, from its file; with a cache
-/// (`learn`, listings), also what the cache should learn.
+/// Examine one note the cache could not answer for, from its file; with a cache (`learn`,
+/// listings), also what the cache should learn. Learning decodes the frontmatter block once
+/// and answers from those facts, exactly as a later listing answers from the cache entry.
 fn examine(
-    candidate: &Candidate,
+    file: &NoteFile,
     buf: &mut Vec<u8>,
     plan: &Plan,
     learn: bool,
 ) -> (Examined, Option<Box<CacheEntry>>) {
-    let outcome = examine_bytes(candidate, buf, plan, None);
-    let Some(stat) = candidate.file.stat.filter(|_| learn) else {
-        return (outcome, None);
+    // A listing needs only the frontmatter block: read the head of the file.
+    let opened = match read_head_stat(file, buf) {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return (Examined::Skip, None),
+        Err(_) => return (Examined::Failed, None),
     };
-    let learned = match outcome {
-        Examined::Failed | Examined::Skip if buf.is_empty() => None,
-        _ => frontmatter::block_prefix(buf).map(|block| {
-            Box::new(CacheEntry {
-                stat,
-                facts: Facts::of_block(block, &candidate.file.dir, candidate.file.name()),
-                chars: None,
-            })
-        }),
-    };
-    (outcome, learned)
+    let name = file.name();
+    // Learned only when the file opened is still the one the walk `lstat`ed (same identity,
+    // size and times): the entry is kept under that `stat`, and a file replaced or changed
+    // in between (or reached through a directory that was replaced) is read again next time.
+    if let Some(stat) = file.stat.filter(|s| learn && *s == opened)
+        && let Some(block) = frontmatter::block_prefix(buf)
+    {
+        let facts = Facts::of_block(block, &file.dir, name);
+        let outcome = if facts.list_crumpled != plan.wastebasket {
+            if facts.list_crumpled {
+                Examined::Crumpled
+            } else {
+                Examined::Skip
+            }
+        } else {
+            match &facts.meta {
+                Some(meta) => Examined::Hit(Box::new(meta.clone())),
+                None => examine_bytes(&facts.block, &file.dir, name, plan),
+            }
+        };
+        let entry = CacheEntry {
+            stat,
+            facts,
+            chars: None,
+        };
+        return (outcome, Some(Box::new(entry)));
+    }
+    (examine_bytes(buf, &file.dir, name, plan), None)
 }
 
-/// Examine one candidate from its file (read into `buf`), or from the frontmatter prefix
-/// `known` the cache holds for it: the same bytes give the same answer.
-fn examine_bytes(
-    candidate: &Candidate,
-    buf: &mut Vec<u8>,
-    plan: &Plan,
-    known: Option<&[u8]>,
-) -> Examined {
-    let bytes: &[u8] = match known {
-        Some(prefix) => prefix,
-        None => {
-            // A listing needs only the frontmatter block: read the head of the file.
-            match read_head_into(&candidate.file, buf) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    buf.clear();
-                    return Examined::Skip;
-                }
-                Err(_) => {
-                    buf.clear();
-                    return Examined::Failed;
-                }
-            }
-            buf
-        }
-    };
+/// Examine the head `bytes` of the note file `name` in `dir` (or the frontmatter block the
+/// cache holds for it: the same bytes give the same answer).
+fn examine_bytes(bytes: &[u8], dir: &Dir, name: &OsStr, plan: &Plan) -> Examined {
     let crumpled = frontmatter::block_has_key(bytes, "crumpledAt");
     if crumpled != plan.wastebasket {
         return if crumpled {
@@ -1057,8 +1292,7 @@ fn examine_bytes(
         };
     }
     let fields = frontmatter::fields_of_bytes(bytes);
-    let file = &candidate.file;
-    let fallback = stamp_fallback(&fields, &file.dir, file.name(), epoch());
+    let fallback = stamp_fallback(&fields, dir, name, epoch());
     Examined::Hit(Box::new(NoteMeta::from_fields(&fields, fallback)))
 }
 
@@ -1069,16 +1303,27 @@ pub(crate) const HEAD_BYTES: usize = 4096;
 /// the block does not end within [`HEAD_BYTES`]). One `read` for a typical note instead of
 /// reading a long body a listing (or the boot index) never looks at.
 pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<()> {
-    let (mut file, size) = file.open_sized()?;
+    read_head_stat(file, buf).map(drop)
+}
+
+/// [`read_head_into`], returning the `stat` of the file as opened.
+fn read_head_stat(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<FileStat> {
+    let (mut file, stat) = file
+        .dir
+        .open_file_stat(file.name())?
+        .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+    let stat = FileStat::of_stat(&stat);
+    let size = stat.size;
     buf.clear();
     let head = usize::try_from(size).map_or(HEAD_BYTES, |s| s.min(HEAD_BYTES));
     read_up_to(&mut file, buf, 0, head as u64)?;
     if buf.len() < HEAD_BYTES || frontmatter::block_prefix(buf).is_some() {
-        return Ok(()); // the whole file (as opened), or its block is in the head
+        return Ok(stat); // the whole file (as opened), or its block is in the head
     }
     // No closed block in the head: read the rest so parsing sees what it would.
     let len = buf.len();
-    read_up_to(&mut file, buf, len, size)
+    read_up_to(&mut file, buf, len, size)?;
+    Ok(stat)
 }
 
 /// Append to the first `len` bytes of `buf` until it holds `size` bytes or the file ends, with
@@ -1104,6 +1349,14 @@ fn read_up_to(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize, size: u64)
     Ok(())
 }
 
+/// What one [`process_parallel`] worker reuses from file to file: its read buffer, and the
+/// directory it reached last (home number, path in the home, handle).
+#[derive(Default)]
+struct Scratch {
+    buf: Vec<u8>,
+    dir: Option<(usize, String, Arc<Dir>)>,
+}
+
 /// Run `f` over `items` on a few threads (files are independent); results keep item order.
 #[allow(
     clippy::expect_used,
@@ -1111,15 +1364,15 @@ fn read_up_to(file: &mut fs::File, buf: &mut Vec<u8>, mut len: usize, size: u64)
 )]
 fn process_parallel<T: Sync, R: Send>(
     items: &[T],
-    f: impl Fn(&T, &mut Vec<u8>) -> R + Sync,
+    f: impl Fn(&T, &mut Scratch) -> R + Sync,
 ) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(8);
     if threads <= 1 || items.len() < 64 {
-        let mut buf = Vec::new();
-        return items.iter().map(|item| f(item, &mut buf)).collect();
+        let mut scratch = Scratch::default();
+        return items.iter().map(|item| f(item, &mut scratch)).collect();
     }
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|scope| {
@@ -1128,9 +1381,12 @@ fn process_parallel<T: Sync, R: Send>(
             .map(|part| {
                 let f = &f;
                 scope.spawn(move || {
-                    let mut buf = Vec::with_capacity(8192);
+                    let mut scratch = Scratch {
+                        buf: Vec::with_capacity(8192),
+                        dir: None,
+                    };
                     part.iter()
-                        .map(|item| f(item, &mut buf))
+                        .map(|item| f(item, &mut scratch))
                         .collect::<Vec<R>>()
                 })
             })
@@ -1214,10 +1470,9 @@ pub(crate) fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) -> i
     Ok(())
 }
 
-/// Regular `.md` files under `dir` (symlinks never followed), as (`a/b.md`, where). The one
-/// definition of which files are notes (the boot index uses it too). A subdirectory swapped
-/// for a symlink while walking is skipped, like every symlink. With `with_stat`, each file's
-/// `lstat` is taken through its directory's handle (for the metadata cache).
+/// Regular `.md` files under `dir` (symlinks never followed), collected through
+/// [`walk_each`] (for tests and references); with `with_stat`, each with its `lstat`.
+#[cfg(test)]
 pub(crate) fn walk_files(
     dir: Arc<Dir>,
     rel: &str,
@@ -1230,35 +1485,16 @@ pub(crate) fn walk_files(
     .map(drop)
 }
 
-/// [`walk_files`] of a whole home with its metadata cache (see [`walk_each`]); the listings
-/// read are given to the cache (`HomeCache::dirs_walked`).
-pub(crate) fn walk_files_cached(
-    dir: Arc<Dir>,
-    cache: Option<&mut HomeCache>,
-    out: &mut Vec<NoteFile>,
-) -> Result<(), confine::Error> {
-    let seen = walk_each(
-        dir,
-        "",
-        true,
-        cache.as_deref(),
-        &mut |dir, rel, name_at, stat| {
-            out.push(NoteFile::new(dir, rel, name_at, stat));
-        },
-    )?;
-    if let Some(cache) = cache {
-        cache.dirs_walked(seen);
-    }
-    Ok(())
-}
-
 /// What [`walk_each`] hands over for every note file: its directory's handle, its path in the
 /// home (`a/b.md`; the text is only borrowed), where its name starts in that path, and its
 /// `lstat` when asked for (`None`: not asked, or vanished meanwhile).
 pub(crate) type WalkSink<'s> = dyn FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + 's;
 
-/// Walk the note files under `dir` (at `rel`), calling `sink` for each (see [`walk_files`]
-/// for which files are notes). With a metadata cache (whole homes only, `rel` empty), every
+/// Walk the note files under `dir` (at `rel`), calling `sink` for each: regular files named
+/// `*.md` with UTF-8 names, in directories with UTF-8 names, symlinks never followed (a
+/// subdirectory swapped for a symlink while walking is skipped, like every symlink) — the
+/// definition of which files are notes (listing and the boot index walk with it; search's
+/// workers apply the same rule). With a metadata cache (whole homes only, `rel` empty), every
 /// file is `lstat`ed, and a directory whose cached listing is still valid for its `stat` (see
 /// `HomeCache::listing`) is not listed again: it is reached through a path handle and the
 /// names of its cached listing are `lstat`ed (a name that is gone or no longer a regular file
@@ -1680,6 +1916,56 @@ pub fn apply_edits(
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A listing learns a cache entry only for the file the walk `lstat`ed: when the file as
+    /// opened has another `stat` (changed or replaced in between), the answer is what was read
+    /// but nothing is cached under the walk's `stat`.
+    #[test]
+    fn a_file_changed_since_its_lstat_is_answered_but_not_learned() {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(
+            tmp.path().join("a.md"),
+            "---\nupdatedAt: 2026-01-01T00:00:00.000+00:00\n---\n\nbody",
+        )
+        .unwrap();
+        let root = Arc::new(Dir::open_root(tmp.path()).unwrap().unwrap());
+        let walked = FileStat::of_stat(&root.lstat(OsStr::new("a.md")).unwrap().unwrap());
+        let plan = Plan {
+            homes: HomeSelection::Homes(Vec::new()),
+            pattern: None,
+            wastebasket: false,
+        };
+        let mut buf = Vec::new();
+        let same = NoteFile::new(&root, "a.md", 0, Some(walked));
+        let (outcome, entry) = examine(&same, &mut buf, &plan, true);
+        assert!(matches!(outcome, Examined::Hit(_)));
+        assert_eq!(entry.map(|e| e.stat), Some(walked));
+        for stale in [
+            FileStat {
+                size: walked.size + 1,
+                ..walked
+            },
+            FileStat {
+                ino: walked.ino + 1,
+                ..walked
+            },
+            FileStat {
+                ctime_nsec: (walked.ctime_nsec + 1) % 1_000_000_000,
+                ..walked
+            },
+        ] {
+            let file = NoteFile::new(&root, "a.md", 0, Some(stale));
+            let (outcome, entry) = examine(&file, &mut buf, &plan, true);
+            match outcome {
+                Examined::Hit(meta) => assert_eq!(meta.updated_at.timestamp(), 1_767_225_600),
+                _ => panic!("the note is listed"),
+            }
+            assert!(
+                entry.is_none(),
+                "learned under a stat that is not the file's"
+            );
+        }
+    }
 
     fn now() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-01-01T00:00:00.000+00:00").unwrap()

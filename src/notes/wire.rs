@@ -12,8 +12,8 @@ use super::identity::Identity;
 use super::note::{NoteMeta, format_stamp};
 use super::query::LineMatch;
 use super::store::{
-    ChangeKind, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, UpdateReceipt, WithStatus,
-    WriteReceipt,
+    ChangeKind, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, UpdateReceipt,
+    WithStatus, WriteReceipt,
 };
 use crate::envelope::{OUTPUT_BUDGET_BYTES, fits, largest_fitting, ok_envelope_bytes};
 use crate::window::{Cut, Reading, Window, continuation};
@@ -528,19 +528,20 @@ fn render_snapshot(
     }
 }
 
-/// Each item as (JSON value, text block), stopping once clearly over the budget: rows beyond it
-/// are never rendered.
+/// Each item as (JSON value, text block), stopping once the text blocks so far exceed
+/// `stop_after` bytes: rows beyond it are never rendered.
 fn prepare_rows<T>(
-    items: &[T],
+    items: impl IntoIterator<Item = T>,
+    stop_after: usize,
     mut prepare: impl FnMut(&T) -> (Value, String),
 ) -> Vec<(Value, String)> {
-    let mut rows = Vec::with_capacity(items.len().min(512));
+    let mut rows = Vec::with_capacity(512);
     let mut size = 0usize;
     for item in items {
-        if size > 2 * OUTPUT_BUDGET_BYTES {
+        if size > stop_after {
             break;
         }
-        let row = prepare(item);
+        let row = prepare(&item);
         size += row.1.len();
         rows.push(row);
     }
@@ -569,13 +570,31 @@ fn fitting_prefix(
     let mut json_sum = 0usize;
     let mut text_sum = 0usize;
     let mut k = 0usize;
+    // The fixed parts' sizes depend on `more` only through its digits and whether it is 0 or
+    // 1 (the footer's presence and plural): rendered once per such shape, not once per row.
+    let mut fixed_sizes: Option<((usize, usize), (usize, usize))> = None;
+    let shape = |more: usize| {
+        (
+            more.checked_ilog10().map_or(0, |d| d as usize + 1),
+            more.min(2),
+        )
+    };
     while k < rows.len() {
         let (row, text) = &rows[k];
         let next_json = json_sum + json_len(row) + usize::from(k > 0);
         let next_text = text_sum + text.len() + 1;
-        let fixed = render(&[], total - (k + 1));
-        let json_total = ok_envelope_bytes(&fixed.data) + next_json;
-        let text_total = fixed.text.len() + next_text + 12;
+        let more = total - (k + 1);
+        let (fixed_json, fixed_text) = match fixed_sizes {
+            Some((key, sizes)) if key == shape(more) => sizes,
+            _ => {
+                let fixed = render(&[], more);
+                let sizes = (ok_envelope_bytes(&fixed.data), fixed.text.len());
+                fixed_sizes = Some((shape(more), sizes));
+                sizes
+            }
+        };
+        let json_total = fixed_json + next_json;
+        let text_total = fixed_text + next_text + 12;
         if json_total > OUTPUT_BUDGET_BYTES || text_total > OUTPUT_BUDGET_BYTES {
             break;
         }
@@ -605,19 +624,27 @@ fn fitting_prefix(
 /// `notes-list`: `{files, more, crumpled_excluded, homes_unavailable}`, recent first, as many
 /// rows as `limit` and the budget allow.
 pub fn list_result(
-    listing: &WithStatus<NoteRow>,
+    listing: &NoteList,
     limit: Option<usize>,
     identity: &Identity,
 ) -> Result<Rendered, NoteError> {
-    let total = listing.rows.len();
+    let total = listing.len();
     let status = &listing.status;
     let take = limit.unwrap_or(usize::MAX).min(total);
-    let rows = prepare_rows(&listing.rows[..take], |r| {
-        (
-            Value::Object(row_object(&r.display, &r.address, &r.meta, identity)),
-            row_line(&r.display, &r.address, &r.meta, identity),
-        )
-    });
+    // Rows are built only as taken, and none past the budget: a row's JSON is longer than its
+    // text line (`{"address":…,"updated_at":…}` and `"project_key"`/`"crumpled_at"` against
+    // `- … | updated …` and ` (project …)`/` | crumpled …`), so once the text lines exceed the
+    // budget no further row can fit.
+    let rows = prepare_rows(
+        listing.rows().take(take),
+        OUTPUT_BUDGET_BYTES,
+        |r: &NoteRow| {
+            (
+                Value::Object(row_object(&r.display, &r.address, &r.meta, identity)),
+                row_line(&r.display, &r.address, &r.meta, identity),
+            )
+        },
+    );
     let render =
         |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &LIST_WORDS);
     let k = fitting_prefix(&rows, total, &render);
@@ -677,14 +704,18 @@ pub fn search_result(
     let take = limit.unwrap_or(usize::MAX).min(total);
     let render =
         |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &SEARCH_WORDS);
-    let rows = prepare_rows(&listing.rows[..take], |row| {
-        let parts: Vec<(Value, String)> = row
-            .matches
-            .iter()
-            .map(|m| match_parts(m, &m.text, false))
-            .collect();
-        search_row(row, &parts, identity)
-    });
+    let rows = prepare_rows(
+        &listing.rows[..take],
+        2 * OUTPUT_BUDGET_BYTES,
+        |row: &&SearchRow| {
+            let parts: Vec<(Value, String)> = row
+                .matches
+                .iter()
+                .map(|m| match_parts(m, &m.text, false))
+                .collect();
+            search_row(row, &parts, identity)
+        },
+    );
     let k = fitting_prefix(&rows, total, &render);
     if k > 0 || rows.is_empty() {
         return fitting_snapshot(render(&rows[..k], total - k));

@@ -459,13 +459,20 @@ pub(crate) fn edges(file: &File, len: u64) -> std::io::Result<([u8; 20], [u8; 20
 }
 
 /// An index write still to do: the encoded head and skeleton of `[0, complete)`, to which the
-/// caller may add its own extra data before it is written.
+/// caller may add its own extra data before it is written. For a version 3 file the skeleton
+/// is encoded only by [`Pending::encode`] (from the session's entries, which are then exactly
+/// the decoded ones), so the caller can run it on another core while it works on the entries.
 pub struct Pending {
     target: PathBuf,
     complete: u64,
     entries: usize,
-    head: Vec<u8>,
-    skeleton: Vec<u8>,
+    identity: Identity,
+    hashes: ([u8; 20], [u8; 20]),
+    header: Header,
+    lines: u64,
+    skipped: u64,
+    /// The head and skeleton, once encoded.
+    encoded: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Pending {
@@ -477,23 +484,42 @@ impl Pending {
         decoded: &Decoded,
     ) -> Option<Pending> {
         let header = decoded.header.as_ref()?;
-        let (head_hash, tail_hash) = edges(file, complete).ok()?;
-        let skeleton = chunk_of(&decoded.entries);
-        let head = encode_head(
-            &identity,
-            complete,
-            &head_hash,
-            &tail_hash,
-            header,
-            (decoded.lines, decoded.skipped, skeleton.len() as u64),
-        );
-        Some(Pending {
+        let hashes = edges(file, complete).ok()?;
+        let mut pending = Pending {
             target,
             complete,
             entries: decoded.entries.len(),
-            head,
-            skeleton,
-        })
+            identity,
+            hashes,
+            header: header.clone(),
+            lines: decoded.lines,
+            skipped: decoded.skipped,
+            encoded: None,
+        };
+        // Older files are migrated in memory once assembled: their skeleton is encoded from
+        // the entries as decoded, now.
+        if header.version < 3 {
+            pending.encode(&decoded.entries);
+        }
+        Some(pending)
+    }
+
+    /// Encode the head and skeleton from the session's entries (the first [`Self::entries`]
+    /// of them are the indexed ones); nothing when already encoded.
+    pub fn encode(&mut self, entries: &[Entry]) {
+        if self.encoded.is_some() {
+            return;
+        }
+        let skeleton = chunk_of(&entries[..self.entries.min(entries.len())]);
+        let head = encode_head(
+            &self.identity,
+            self.complete,
+            &self.hashes.0,
+            &self.hashes.1,
+            &self.header,
+            (self.lines, self.skipped, skeleton.len() as u64),
+        );
+        self.encoded = Some((head, skeleton));
     }
 
     /// How many entries the index covers (the session's first ones; more may follow in a
@@ -507,15 +533,21 @@ impl Pending {
     /// see [`Grow::side`]). Extra data that would push the index past its share of the file
     /// is dropped. Returns how the call used the index: `used`, or `Unavailable` when a
     /// `Built`/`Extended` index could not be kept.
+    /// Not written (as if it could not be) when [`Self::encode`] was not called.
     pub fn write(&self, extra: Option<&[u8]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
-        let back = Back::Whole(&self.skeleton);
-        let kept = match extra {
-            Some(extra) if !extra.is_empty() => {
-                let side = side.unwrap_or_default();
-                write_index(&self.target, self.complete, &self.head, extra, side, &back)
-                    || write_index(&self.target, self.complete, &self.head, &[], &[], &back)
+        let kept = match &self.encoded {
+            None => false,
+            Some((head, skeleton)) => {
+                let back = Back::Whole(skeleton);
+                match extra {
+                    Some(extra) if !extra.is_empty() => {
+                        let side = side.unwrap_or_default();
+                        write_index(&self.target, self.complete, head, extra, side, &back)
+                            || write_index(&self.target, self.complete, head, &[], &[], &back)
+                    }
+                    _ => write_index(&self.target, self.complete, head, &[], &[], &back),
+                }
             }
-            _ => write_index(&self.target, self.complete, &self.head, &[], &[], &back),
         };
         if kept || used == IndexUse::Reused {
             used
@@ -681,7 +713,11 @@ fn role_tag(role: &Role) -> u64 {
 /// A skeleton chunk's body: its string table, then its entries (offsets, line numbers and
 /// timestamps coded against the chunk's previous entry).
 fn encode_skeleton(entries: &[Entry]) -> Vec<u8> {
-    let mut strings = Interner::default();
+    // About two distinct strings per entry (its id, a call or result id).
+    let mut strings = Interner {
+        ids: FxHashMap::with_capacity_and_hasher(entries.len() * 2, Default::default()),
+        order: Vec::with_capacity(entries.len() * 2),
+    };
     let mut body = Out {
         buf: Vec::with_capacity(entries.len() * 48),
     };

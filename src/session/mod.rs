@@ -238,7 +238,10 @@ impl Session {
     ) -> Result<(Session, Vec<u64>, IndexUse), SessionError> {
         let (session, flags, use_, pending) = Self::open_deferred(path, line_test, mode)?;
         let use_ = match pending {
-            Some(pending) => pending.write(None, None, use_),
+            Some(mut pending) => {
+                pending.encode(&session.entries);
+                pending.write(None, None, use_)
+            }
             None => use_,
         };
         Ok((session, flags, use_))

@@ -52,7 +52,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
         request.who,
         request.wastebasket,
     )?;
-    let listing = store.list_with_status(&query)?;
+    let listing = store.list_ranked(&query)?;
     let limit = request.limit.map(|l| l as usize);
     Ok(reply(list_result(&listing, limit, store.identity())?))
 }

@@ -8,7 +8,7 @@
 //! order, which is total (time, address, home), so the order in which workers finish never
 //! shows in the answer.
 //!
-//! Which files are notes is the rule of [`super::walk_files`]: regular files named `*.md`
+//! Which files are notes is the rule of [`super::walk_each`]: regular files named `*.md`
 //! with UTF-8 names, in directories with UTF-8 names, never through a symlink (a directory
 //! swapped for a symlink while walking is skipped). A home that cannot be walked or read
 //! (any other error) is reported unavailable and contributes no rows and no counts.
