@@ -485,42 +485,116 @@ impl Side<'_> {
     }
 }
 
-/// Encode side data from its parts (`results`: (hash, pool offset), sorted).
-fn encode_side(
-    head: (u64, usize, usize, &str),
-    branch: [&[u8]; 1],
-    results: (&[u8], &[u8]),
-    pool: [&[u8]; 2],
-    open: &[(u32, String)],
-) -> Option<Vec<u8>> {
-    let (highest_seq, events, lines, leaf) = head;
-    let pool_len = pool[0].len() + pool[1].len();
-    let mut out = Vec::with_capacity(
-        64 + leaf.len()
-            + branch[0].len()
-            + results.0.len()
-            + results.1.len()
-            + pool_len
-            + 32 * open.len(),
-    );
-    out.extend_from_slice(SIDE_TAG);
-    out.extend_from_slice(&highest_seq.to_le_bytes());
-    put(&mut out, usize32(events)?);
-    put(&mut out, usize32(lines)?);
-    put_str(&mut out, leaf)?;
-    put(&mut out, usize32(branch[0].len() / 8)?);
-    out.extend_from_slice(branch[0]);
-    put(&mut out, usize32(results.0.len() / 8)?);
-    out.extend_from_slice(results.0);
-    out.extend_from_slice(results.1);
-    put(&mut out, usize32(pool_len)?);
-    out.extend_from_slice(pool[0]);
-    out.extend_from_slice(pool[1]);
-    put(&mut out, usize32(open.len())?);
-    for (event, id) in open {
-        put(&mut out, *event);
-        put_str(&mut out, id)?;
+/// Side data as pieces to be written one after the other: runs of a stored side and the
+/// few new values between them (see `Grow::write`: the side is written from its pieces,
+/// never assembled in memory).
+#[derive(Default)]
+pub struct SideOut<'a> {
+    parts: Vec<Piece<'a>>,
+}
+
+enum Piece<'a> {
+    Old(&'a [u8]),
+    New(Vec<u8>),
+}
+
+impl<'a> SideOut<'a> {
+    fn old(&mut self, bytes: &'a [u8]) {
+        if !bytes.is_empty() {
+            self.parts.push(Piece::Old(bytes));
+        }
     }
+
+    fn new_bytes(&mut self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            self.parts.push(Piece::New(bytes));
+        }
+    }
+
+    fn u32(&mut self, v: u32) {
+        self.new_bytes(v.to_le_bytes().to_vec());
+    }
+
+    fn append(&mut self, other: SideOut<'a>) {
+        self.parts.extend(other.parts);
+    }
+
+    /// The pieces, in order.
+    pub fn slices(&self) -> Vec<&[u8]> {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Piece::Old(b) => *b,
+                Piece::New(v) => v.as_slice(),
+            })
+            .collect()
+    }
+
+    /// The pieces joined.
+    fn joined(&self) -> Vec<u8> {
+        self.slices().concat()
+    }
+}
+
+/// Sorted u64 records `old` with the sorted values `add` inserted (runs of `old` between
+/// them), and the `parallel` records merged the same way.
+fn merge_in<'a>(
+    old: &'a [u8],
+    add: &[u64],
+    parallel: Option<Parallel<'a, '_>>,
+) -> (SideOut<'a>, SideOut<'a>) {
+    let (mut out, mut out_parallel) = (SideOut::default(), SideOut::default());
+    let mut from = 0;
+    for (j, &v) in add.iter().enumerate() {
+        let at = from + lower_bound(&old[from * 8..], v);
+        out.old(&old[from * 8..at * 8]);
+        out.new_bytes(v.to_le_bytes().to_vec());
+        if let Some((p, width, extra)) = parallel {
+            out_parallel.old(&p[from * width..at * width]);
+            out_parallel.new_bytes(extra[j].clone());
+        }
+        from = at;
+    }
+    out.old(&old[from * 8..]);
+    if let Some((p, width, _)) = parallel {
+        out_parallel.old(&p[from * width..]);
+    }
+    (out, out_parallel)
+}
+
+/// Encode side data from its parts (`results`: hashes and pool offsets, sorted; each array
+/// given as pieces with its record count).
+fn encode_side<'a>(
+    head: (u64, usize, usize, &str),
+    branch: (SideOut<'a>, usize),
+    results: (SideOut<'a>, SideOut<'a>, usize),
+    pool: (&'a [u8], Vec<u8>),
+    open: &[(u32, String)],
+) -> Option<SideOut<'a>> {
+    let (highest_seq, events, lines, leaf) = head;
+    let mut out = SideOut::default();
+    let mut start = Vec::with_capacity(64 + leaf.len());
+    start.extend_from_slice(SIDE_TAG);
+    start.extend_from_slice(&highest_seq.to_le_bytes());
+    put(&mut start, usize32(events)?);
+    put(&mut start, usize32(lines)?);
+    put_str(&mut start, leaf)?;
+    put(&mut start, usize32(branch.1)?);
+    out.new_bytes(start);
+    out.append(branch.0);
+    out.u32(usize32(results.2)?);
+    out.append(results.0);
+    out.append(results.1);
+    out.u32(usize32(pool.0.len() + pool.1.len())?);
+    out.old(pool.0);
+    out.new_bytes(pool.1);
+    let mut end = Vec::with_capacity(8 + 32 * open.len());
+    put(&mut end, usize32(open.len())?);
+    for (event, id) in open {
+        put(&mut end, *event);
+        put_str(&mut end, id)?;
+    }
+    out.new_bytes(end);
     Some(out)
 }
 
@@ -625,6 +699,12 @@ pub fn side_of(
         }
     }
     let branch_bytes: Vec<u8> = branch_ids.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let count = results.len();
+    let (mut branch_out, mut hashes_out, mut offsets_out) =
+        (SideOut::default(), SideOut::default(), SideOut::default());
+    branch_out.old(&branch_bytes);
+    hashes_out.old(&hashes);
+    offsets_out.old(&offsets);
     encode_side(
         (
             projection.highest_seq,
@@ -632,42 +712,17 @@ pub fn side_of(
             projection.line_count(),
             leaf,
         ),
-        [&branch_bytes],
-        (&hashes, &offsets),
-        [&pool, &[]],
+        (branch_out, branch_ids.len()),
+        (hashes_out, offsets_out, count),
+        (&[], pool),
         &open,
     )
+    .map(|side| side.joined())
 }
 
 /// Records of `width` bytes parallel to a sorted u64 array, and the records of the values
 /// being inserted.
-type Parallel<'a> = (&'a [u8], usize, &'a [Vec<u8>]);
-
-/// Sorted u64 records `old` with the sorted values `add` inserted (copied in runs), and the
-/// `parallel` records merged the same way.
-fn merge_in(old: &[u8], add: &[u64], parallel: Option<Parallel<'_>>) -> (Vec<u8>, Vec<u8>) {
-    let mut out = Vec::with_capacity(old.len() + add.len() * 8);
-    let mut out_parallel = Vec::new();
-    if let Some((p, _, extra)) = parallel {
-        out_parallel.reserve(p.len() + extra.iter().map(Vec::len).sum::<usize>());
-    }
-    let mut from = 0;
-    for (j, &v) in add.iter().enumerate() {
-        let at = from + lower_bound(&old[from * 8..], v);
-        out.extend_from_slice(&old[from * 8..at * 8]);
-        out.extend_from_slice(&v.to_le_bytes());
-        if let Some((p, width, extra)) = parallel {
-            out_parallel.extend_from_slice(&p[from * width..at * width]);
-            out_parallel.extend_from_slice(&extra[j]);
-        }
-        from = at;
-    }
-    out.extend_from_slice(&old[from * 8..]);
-    if let Some((p, width, _)) = parallel {
-        out_parallel.extend_from_slice(&p[from * width..]);
-    }
-    (out, out_parallel)
-}
+type Parallel<'a, 'b> = (&'a [u8], usize, &'b [Vec<u8>]);
 
 /// Extend the stored projection `old` (with its `side` data) of a session with header
 /// `header` by `entries`, appended to the file since: the new encoding and side data, or
@@ -678,13 +733,13 @@ fn merge_in(old: &[u8], add: &[u64], parallel: Option<Parallel<'_>>) -> (Vec<u8>
 /// marker opens a window, events join the last window, a new tool result is paired with
 /// the first open call of its id (its event record is patched in place) or is an event of
 /// its own.
-pub fn extend(
+pub fn extend<'s>(
     mut buf: Vec<u8>,
     at: usize,
-    side: &[u8],
+    side: &'s [u8],
     header: &Header,
     entries: &[Entry],
-) -> Option<(Vec<u8>, Vec<u8>)> {
+) -> Option<(Vec<u8>, SideOut<'s>)> {
     if header.version < 3 {
         return None;
     }
@@ -908,6 +963,7 @@ pub fn extend(
     open.sort_unstable();
     let mut add_branch: Vec<u64> = new_ids.into_iter().collect();
     add_branch.sort_unstable();
+    let branch_count = side.branch.len() / 8 + add_branch.len();
     let (branch, _) = merge_in(side.branch, &add_branch, None);
     new_results.sort_unstable();
     let mut new_pool = Vec::new();
@@ -921,6 +977,7 @@ pub fn extend(
         put_str(&mut new_pool, id)?;
     }
     let hashes: Vec<u64> = new_results.iter().map(|(h, _)| *h).collect();
+    let results_count = side.result_hashes.len() / 8 + hashes.len();
     let (result_hashes, result_offsets) = merge_in(
         side.result_hashes,
         &hashes,
@@ -928,9 +985,9 @@ pub fn extend(
     );
     let side = encode_side(
         (highest_seq, event_count, line_count, &leaf),
-        [&branch],
-        (&result_hashes, &result_offsets),
-        [side.pool, &new_pool],
+        (branch, branch_count),
+        (result_hashes, result_offsets, results_count),
+        (side.pool, new_pool),
         &open,
     )?;
     Some((buf, side))

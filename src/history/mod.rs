@@ -276,7 +276,7 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
             else {
                 return Ok(None);
             };
-            let index = if appended.write(&file, &buf[at..], &side) {
+            let index = if appended.write(&file, &buf[at..], &side.slices()) {
                 IndexUse::Extended
             } else {
                 IndexUse::Unavailable
@@ -492,16 +492,6 @@ fn passes(projection: &Projection, options: &ListOptions, conversation: bool, e:
         }
 }
 
-/// Events passing [`passes`], as event indexes ascending by seq.
-fn filtered(projection: &Projection, options: &ListOptions, conversation: bool) -> Vec<usize> {
-    projection
-        .events()
-        .enumerate()
-        .filter(|(_, e)| passes(projection, options, conversation, e))
-        .map(|(i, _)| i)
-        .collect()
-}
-
 /// The raw-line test's mask of each event line: tested while the file was read (indexed by
 /// line), or found by the block scan of a warm index.
 enum Masks {
@@ -535,30 +525,26 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
     let projection = &opened.projection;
     check_window(projection, options.window_id.as_deref())?;
     let fold = options.roles.is_none();
-    let vis: Vec<Visible> = filtered(projection, options, true)
-        .into_iter()
-        .map(|event| Visible {
-            event,
-            seq: projection.event(event).seq,
-            offset: None,
-        })
-        .collect();
-    let foldable: Vec<usize> = if fold {
-        projection
-            .events()
-            .enumerate()
-            .filter(|(_, e)| matches!(e.role, EventRole::Tool | EventRole::Context))
-            .filter(|(_, e)| {
-                options
-                    .window_id
-                    .as_deref()
-                    .is_none_or(|id| projection.windows[e.window].window_id == id)
-            })
-            .map(|(i, _)| i)
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // One pass over the events (each record read once): the visible ones and, for the
+    // conversation view, the foldable ones (tool and context events of the window).
+    let window = options.window_id.as_deref();
+    let mut vis: Vec<Visible> = Vec::new();
+    let mut foldable: Vec<usize> = Vec::new();
+    for (event, e) in projection.events().enumerate() {
+        if passes(projection, options, true, &e) {
+            vis.push(Visible {
+                event,
+                seq: e.seq,
+                offset: None,
+            });
+        }
+        if fold
+            && matches!(e.role, EventRole::Tool | EventRole::Context)
+            && window.is_none_or(|id| projection.windows[e.window].window_id == id)
+        {
+            foldable.push(event);
+        }
+    }
     let mut loader = Loader::new(&opened.file, &opened.projection);
     render_page(opened, &mut loader, &vis, &foldable, options, fold)
 }

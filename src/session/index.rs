@@ -77,7 +77,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -216,7 +216,7 @@ impl Grow {
         }
         let mut side = vec![0u8; usize::try_from(self.side_len).ok()?];
         self.index.read_exact_at(&mut side, self.side_at).ok()?;
-        (checksum(&side) == self.side_sum).then_some(side)
+        (side_sum(&[&side]) == self.side_sum).then_some(side)
     }
 
     /// Atomically write the index extended by `appended` (the decode of the complete lines
@@ -231,7 +231,7 @@ impl Grow {
         complete: u64,
         appended: &Decoded,
         extra: &[u8],
-        side: &[u8],
+        side: &[&[u8]],
     ) -> bool {
         let Some(header) = appended.header.as_ref() else {
             return false;
@@ -542,7 +542,7 @@ impl Pending {
                 match extra {
                     Some(extra) if !extra.is_empty() => {
                         let side = side.unwrap_or_default();
-                        write_index(&self.target, self.complete, head, extra, side, &back)
+                        write_index(&self.target, self.complete, head, extra, &[side], &back)
                             || write_index(&self.target, self.complete, head, &[], &[], &back)
                     }
                     _ => write_index(&self.target, self.complete, head, &[], &[], &back),
@@ -578,7 +578,7 @@ fn write_index(
     complete: u64,
     head: &[u8],
     extra: &[u8],
-    side: &[u8],
+    side: &[&[u8]],
     back: &Back<'_>,
 ) -> bool {
     // The front is the head, the extra data's length, the extra data (written as it is: it
@@ -594,7 +594,8 @@ fn write_index(
         Back::Whole(chunk) => chunk.len() as u64,
         Back::Copy { len, chunk, .. } => len + chunk.len() as u64,
     };
-    let total = (PREAMBLE + front_len + side.len()) as u64 + back_len;
+    let side_len: usize = side.iter().map(|p| p.len()).sum();
+    let total = (PREAMBLE + front_len + side_len) as u64 + back_len;
     if total * 100 > complete * MAX_SHARE_PERCENT {
         return false;
     }
@@ -603,8 +604,9 @@ fn write_index(
     preamble.extend_from_slice(&FORMAT.to_le_bytes());
     preamble.extend_from_slice(&(front_len as u64).to_le_bytes());
     preamble.extend_from_slice(&front_sum(&front_head, extra).to_le_bytes());
-    preamble.extend_from_slice(&(side.len() as u64).to_le_bytes());
-    preamble.extend_from_slice(&checksum(side).to_le_bytes());
+    preamble.extend_from_slice(&(side_len as u64).to_le_bytes());
+    // The side's checksum is known once it is written: its place is filled in last.
+    preamble.extend_from_slice(&0u64.to_le_bytes());
     let Some(dir) = target.parent() else {
         return false;
     };
@@ -613,7 +615,9 @@ fn write_index(
         temp.write_all(&preamble)?;
         temp.write_all(&front_head)?;
         temp.write_all(extra)?;
-        temp.write_all(side)?;
+        let sum = write_side(temp.as_file_mut(), side)?;
+        temp.as_file()
+            .write_all_at(&sum.to_le_bytes(), (PREAMBLE - 8) as u64)?;
         match back {
             Back::Whole(chunk) => temp.write_all(chunk)?,
             Back::Copy {
@@ -850,6 +854,77 @@ fn checksum(body: &[u8]) -> u64 {
     FxBuildHasher.hash_one(body)
 }
 
+/// The side section is checksummed in blocks of this many bytes (the last one shorter).
+const SIDE_BLOCK: usize = 64 << 10;
+
+/// The checksum of a side section given in pieces (their concatenation): the checksums of
+/// its `SIDE_BLOCK`-byte blocks, combined, so an extension writes the side straight from
+/// runs of the old one and the few new values, without assembling it in memory.
+fn side_sum(pieces: &[&[u8]]) -> u64 {
+    let mut blocks = SideBlocks::default();
+    for piece in pieces {
+        blocks.push(piece, &mut |_| Ok(())).unwrap_or_default();
+    }
+    blocks.finish(&mut |_| Ok(())).unwrap_or_default()
+}
+
+/// Write a side section given in pieces to `out` (through one block-sized buffer) and
+/// return its checksum ([`side_sum`]).
+fn write_side(out: &mut File, pieces: &[&[u8]]) -> std::io::Result<u64> {
+    let mut blocks = SideBlocks::default();
+    let mut emit = |block: &[u8]| out.write_all(block);
+    for piece in pieces {
+        blocks.push(piece, &mut emit)?;
+    }
+    blocks.finish(&mut emit)
+}
+
+/// Cuts a byte stream into `SIDE_BLOCK`-byte blocks, hashing each (and handing it on).
+#[derive(Default)]
+struct SideBlocks {
+    stage: Vec<u8>,
+    sums: Vec<u64>,
+}
+
+impl SideBlocks {
+    fn push(
+        &mut self,
+        mut bytes: &[u8],
+        emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            if self.stage.is_empty() && bytes.len() >= SIDE_BLOCK {
+                // A whole block in place: no copy.
+                let (block, rest) = bytes.split_at(SIDE_BLOCK);
+                self.sums.push(checksum(block));
+                emit(block)?;
+                bytes = rest;
+                continue;
+            }
+            let take = (SIDE_BLOCK - self.stage.len()).min(bytes.len());
+            self.stage.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.stage.len() == SIDE_BLOCK {
+                self.sums.push(checksum(&self.stage));
+                emit(&self.stage)?;
+                self.stage.clear();
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        mut self,
+        emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<u64> {
+        if !self.stage.is_empty() {
+            self.sums.push(checksum(&self.stage));
+            emit(&self.stage)?;
+        }
+        Ok(FxBuildHasher.hash_one(&self.sums))
+    }
+}
+
 /// The checksum of a front section: of its head (with the extra data's length) and of its
 /// extra data, combined (so the extra data is written without copying it behind the head).
 fn front_sum(head: &[u8], extra: &[u8]) -> u64 {
@@ -937,7 +1012,7 @@ fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let rest = file.get(PREAMBLE..)?;
     let (front, rest) = rest.split_at_checked(pre.front_len)?;
     let (side, back) = rest.split_at_checked(usize::try_from(pre.side_len).ok()?)?;
-    (front_ok(front, pre.front_sum) && checksum(side) == pre.side_sum)
+    (front_ok(front, pre.front_sum) && side_sum(&[side]) == pre.side_sum)
         .then_some((front, side, back))
 }
 
@@ -1307,6 +1382,38 @@ mod tests {
         assert!(same(&grown, &Session::open(&path).unwrap()));
         assert_eq!(grown.entries.len(), plain.entries.len() + 1);
         assert_eq!(open(&path, cache.path()).1, IndexUse::Reused);
+    }
+
+    #[test]
+    fn the_side_checksum_of_pieces_is_that_of_their_concatenation_and_they_are_written_whole() {
+        use std::io::{Read, Seek};
+        let whole: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let want = side_sum(&[&whole]);
+        for cuts in [
+            vec![],
+            vec![1],
+            vec![65_535, 65_536, 65_537],
+            vec![3, 70_000, 131_072, 199_999],
+        ] {
+            let mut pieces: Vec<&[u8]> = Vec::new();
+            let mut from = 0;
+            for &cut in &cuts {
+                pieces.push(&whole[from..cut]);
+                from = cut;
+            }
+            pieces.push(&whole[from..]);
+            assert_eq!(side_sum(&pieces), want, "cuts {cuts:?}");
+            let mut file = tempfile::tempfile().unwrap();
+            assert_eq!(write_side(&mut file, &pieces).unwrap(), want);
+            let mut back = Vec::new();
+            file.rewind().unwrap();
+            file.read_to_end(&mut back).unwrap();
+            assert_eq!(back, whole, "cuts {cuts:?}");
+        }
+        let mut changed = whole.clone();
+        changed[131_072] ^= 1;
+        assert_ne!(side_sum(&[&changed]), want);
+        assert_ne!(side_sum(&[&whole[..199_999]]), want);
     }
 
     #[test]

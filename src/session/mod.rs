@@ -446,8 +446,9 @@ impl Appended {
     }
 
     /// Atomically write the index extended by these lines, with new `extra` and `side`
-    /// data (see [`index::Grow::write`]); `false` when no index could be kept.
-    pub fn write(&self, file: &SessionFile, extra: &[u8], side: &[u8]) -> bool {
+    /// data (the side in pieces; see [`index::Grow::write`]); `false` when no index could
+    /// be kept.
+    pub fn write(&self, file: &SessionFile, extra: &[u8], side: &[&[u8]]) -> bool {
         self.grow
             .write(&file.file, self.complete, &self.decoded, extra, side)
     }
