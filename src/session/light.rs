@@ -9,7 +9,8 @@
 //! `the_light_decoder_agrees_with_the_full_decoders` checks both facts and the fields on
 //! generated hostile lines.
 //!
-//! The rule, spelled out: the line is valid UTF-8; it is one JSON object, optionally
+//! The rule, spelled out: the line is valid UTF-8 (outside strings any non-ASCII byte is a
+//! syntax error; inside, each run of non-ASCII bytes is checked); it is one JSON object, optionally
 //! surrounded by space, tab, CR or LF; strings hold no raw control character (< 0x20) and
 //! only the escapes `\" \\ \/ \b \f \n \r \t \uXXXX` (any four hex digits: a lone
 //! surrogate reads as U+FFFD); numbers follow JSON's grammar and are finite as an `f64`
@@ -44,9 +45,6 @@ type R<T> = Result<T, Stop>;
 
 /// Decode one line (without its `\n`).
 pub(crate) fn decode(line: &[u8]) -> Light<'_> {
-    if std::str::from_utf8(line).is_err() {
-        return Light::Malformed;
-    }
     let mut p = Parser {
         b: line,
         i: 0,
@@ -117,13 +115,13 @@ fn key_of(raw: &[u8]) -> Key {
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// Non-zero when one of the 8 bytes of `v` is `"`, `\` or below 0x20 (never zero then; a
-/// non-zero value may also flag a byte after the first real one).
+/// Non-zero when one of the 8 bytes of `v` is `"`, `\`, below 0x20 or not ASCII (never zero
+/// then; a non-zero value may also flag a byte after the first real one).
 #[inline]
 fn special(v: u64) -> u64 {
     let q = v ^ (LO * u64::from(b'"'));
     let s = v ^ (LO * u64::from(b'\\'));
-    ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s) | (v.wrapping_sub(LO * 0x20) & !v)) & HI
+    ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s) | v.wrapping_sub(LO * 0x20) | v) & HI
 }
 
 fn word(b: &[u8], at: usize) -> u64 {
@@ -197,6 +195,15 @@ impl<'a> Parser<'a> {
                     i = self.escape(i + 1)?;
                 }
                 0..0x20 => return Err(Stop::Bad),
+                // A run of non-ASCII bytes must be valid UTF-8 (its sequences hold no ASCII
+                // byte, so the string is valid UTF-8 exactly when each such run is).
+                0x80.. => {
+                    let run = b[i..].iter().take_while(|&&c| c >= 0x80).count();
+                    if std::str::from_utf8(&b[i..i + run]).is_err() {
+                        return Err(Stop::Bad);
+                    }
+                    i += run;
+                }
                 // Only in the last 7 bytes of the line, which are scanned one by one.
                 _ => i += 1,
             }
@@ -404,7 +411,7 @@ impl<'a> Parser<'a> {
         if escaped {
             return Err(Stop::Unsure);
         }
-        // The whole line is valid UTF-8 and `raw` lies between two quotes.
+        // Checked by `string` already; short.
         std::str::from_utf8(raw).map(Some).map_err(|_| Stop::Bad)
     }
 

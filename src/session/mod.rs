@@ -206,6 +206,9 @@ pub struct Session {
     /// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only
     /// indexes (hashing and comparing `entries[i].id`), so no id is copied.
     by_id: HashTable<usize>,
+    /// No id names two entries (then the entry before one whose id is a parent is that
+    /// parent, without a lookup).
+    unique_ids: bool,
     file: File,
 }
 
@@ -329,11 +332,15 @@ impl Session {
             }
         }
         let mut by_id = HashTable::with_capacity(entries.len());
+        let mut unique_ids = true;
         for (index, entry) in entries.iter().enumerate() {
             if let Some(id) = entry.id.as_deref() {
                 let hash = id_hash(id);
                 match by_id.find_mut(hash, |&i: &usize| entries[i].id.as_deref() == Some(id)) {
-                    Some(slot) => *slot = index,
+                    Some(slot) => {
+                        *slot = index;
+                        unique_ids = false;
+                    }
                     None => {
                         by_id.insert_unique(hash, index, |&i: &usize| {
                             id_hash(entries[i].id.as_deref().unwrap_or_default())
@@ -348,6 +355,7 @@ impl Session {
             entries,
             skipped_lines: skipped,
             by_id,
+            unique_ids,
             file,
         }
     }
@@ -385,10 +393,18 @@ impl Session {
             }
             seen[index] = true;
             path.push(index);
-            current = self.entries[index]
-                .parent_id
-                .as_deref()
-                .and_then(|parent| self.index_of(parent));
+            current = self.entries[index].parent_id.as_deref().and_then(|parent| {
+                // Most entries continue the one before them in the file.
+                match index.checked_sub(1) {
+                    Some(before)
+                        if self.unique_ids
+                            && self.entries[before].id.as_deref() == Some(parent) =>
+                    {
+                        Some(before)
+                    }
+                    _ => self.index_of(parent),
+                }
+            });
         }
         path.reverse();
         path
