@@ -57,15 +57,18 @@ pub enum Format {
 /// Print `reply` in the chosen format. The exit code and any stderr line are the caller's
 /// ([`super::error::finish`]).
 pub fn emit(reply: &Reply, ctx: &Ctx, io: &mut Io) -> anyhow::Result<()> {
-    match ctx.format {
-        Format::Json => writeln!(io.stdout, "{}", reply.wire())?,
-        Format::Text => writeln!(io.stdout, "{}", reply.text)?,
+    // The line and its newline in one buffer: one `write` (a `writeln!` of a line longer than
+    // stdout's buffer makes two).
+    let line = match ctx.format {
+        Format::Json => reply.wire() + "\n",
+        Format::Text => format!("{}\n", reply.text),
         Format::Both => {
             let mut envelope = reply.envelope();
             envelope["text"] = json!(reply.text);
-            writeln!(io.stdout, "{}", reply.print(&envelope))?;
+            reply.print(&envelope) + "\n"
         }
-    }
+    };
+    io.stdout.write_all(line.as_bytes())?;
     io.stdout.flush()?;
     Ok(())
 }

@@ -28,7 +28,6 @@ mod tests;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use chrono::{DateTime, FixedOffset};
 use clap::{Parser, Subcommand};
@@ -254,19 +253,20 @@ fn raise_open_file_limit() {
     }
 }
 
-/// The process entry point: parse, resolve the world, run, map errors to exit codes.
-pub fn main() -> ExitCode {
+/// The process entry point: parse, resolve the world, run, map errors to exit codes; returns
+/// the exit code (the binary's C `main` returns it, see `src/main.rs`).
+pub fn main() -> u8 {
     raise_open_file_limit();
     let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => {
             // Help and version are successes; everything else is a usage error (exit 2).
             let _ = err.print();
-            return ExitCode::from(if err.use_stderr() {
+            return if err.use_stderr() {
                 Exit::Usage.code()
             } else {
                 0
-            });
+            };
         }
     };
     let env: BTreeMap<String, String> = std::env::vars_os()
@@ -277,7 +277,7 @@ pub fn main() -> ExitCode {
         Ok(now) => now,
         Err(message) => {
             eprintln!("error: {message}");
-            return ExitCode::from(Exit::Usage.code());
+            return Exit::Usage.code();
         }
     };
     let ctx = Ctx {
@@ -300,13 +300,13 @@ pub fn main() -> ExitCode {
         stdin_is_terminal,
     };
     match run(cli, &ctx, &mut io) {
-        Ok(exit) => ExitCode::from(exit.code()),
+        Ok(exit) => exit.code(),
         Err(err) => {
             if common::is_broken_pipe(&err) {
-                return ExitCode::from(0);
+                return 0;
             }
             report_internal(&err, &ctx, &mut io);
-            ExitCode::from(Exit::Internal.code())
+            Exit::Internal.code()
         }
     }
 }

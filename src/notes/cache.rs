@@ -37,7 +37,6 @@ use serde_json::{Map, Value};
 
 use super::note::{NoteMeta, Origin, parse_stamp};
 use super::{frontmatter, store};
-use sha1::{Digest, Sha1};
 
 /// Entries whose ctime is within this many seconds of the cache file's own modification time
 /// are re-read (see the module documentation).
@@ -57,8 +56,7 @@ pub fn root_cache_dir(cache_dir: &Path, root: &Path) -> PathBuf {
 }
 
 fn hex16(bytes: &[u8]) -> String {
-    let digest = Sha1::digest(bytes);
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    super::digest::hex(&super::digest::sha1(bytes), 8)
 }
 
 /// The `stat` identity of a note file.

@@ -5,8 +5,6 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use sha1::{Digest, Sha1};
-
 use crate::envelope::{DomainError, ErrorClass, Refusal};
 
 /// The identity a [`crate::notes::Store`] resolves addresses against.
@@ -232,8 +230,7 @@ pub fn project_key(dir: &Path) -> String {
 /// The key of an already-resolved project root.
 pub fn key_of_root(root: &Path) -> String {
     let text = root.to_string_lossy();
-    let digest = Sha1::digest(text.as_bytes());
-    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = super::digest::hex(&super::digest::sha1(text.as_bytes()), 4);
     let base = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -244,6 +241,7 @@ pub fn key_of_root(root: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha1::{Digest, Sha1};
 
     #[test]
     fn slug_rules() {

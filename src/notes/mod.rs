@@ -20,6 +20,7 @@ pub mod cache;
 #[cfg(test)]
 mod cache_equivalence;
 pub mod date;
+mod digest;
 pub mod error;
 pub mod frontmatter;
 pub mod identity;

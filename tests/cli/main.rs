@@ -17,5 +17,6 @@ mod mcp;
 mod notes;
 mod notes_cache;
 mod notes_kill;
+mod process;
 mod schema;
 mod sync;

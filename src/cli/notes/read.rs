@@ -51,7 +51,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
     }
     // The read (and its access bump) happens before the offset is judged, as the original.
     let note = store
-        .read(&request.address, ctx.now)?
+        .read_skipping_pending(&request.address, ctx.now)?
         .ok_or_else(|| NoteError::new(ErrorKind::NotFound, "note not found"))?;
     let offset = request.offset_chars.unwrap_or(0);
     Ok(reply(read_result(
