@@ -372,27 +372,36 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         }
-        if let (Some(cache), Some(block)) = (cache.as_deref_mut(), frontmatter::block_prefix(&head))
-        {
-            cache.insert(
-                vpath.to_owned(),
-                CacheEntry {
+        // As the store's listing decides it: the fields of the block, from the head alone. With
+        // the cache, decoded once: the facts learned answer exactly as a later warm boot does.
+        let (crumpled, updated) = match (cache.as_deref_mut(), frontmatter::block_prefix(&head)) {
+            (Some(cache), Some(block)) => {
+                let facts = Facts::of_block(block, &file.dir, file.name());
+                let decided = (facts.boot_crumpled, facts.boot_updated_ms.unwrap_or(now_ms));
+                let entry = CacheEntry {
                     stat: candidate.stat,
-                    facts: Facts::of_block(block, &file.dir, file.name()),
+                    facts,
                     chars: None,
-                },
-            );
-        }
-        // As the store's listing decides it: the fields of the block, from the head alone.
-        let fields = frontmatter::fields_of_bytes(&head);
-        if fields.contains_key("crumpledAt") {
+                };
+                cache.insert(vpath.to_owned(), entry);
+                decided
+            }
+            _ => {
+                let fields = frontmatter::fields_of_bytes(&head);
+                (
+                    fields.contains_key("crumpledAt"),
+                    updated_at_ms(&fields, now_ms),
+                )
+            }
+        };
+        if crumpled {
             continue;
         }
         keep(
             &mut kept,
             cap,
             Found {
-                updated_at_ms: updated_at_ms(&fields, now_ms).min(candidate.mtime_ms),
+                updated_at_ms: updated.min(candidate.mtime_ms),
                 address: format!("{prefix}{vpath}"),
                 vpath: vpath.to_owned(),
                 file,

@@ -497,6 +497,11 @@ impl HomeCache {
         self.dirs_now = Some(seen);
     }
 
+    /// Whether the loaded cache file holds any directory listing.
+    pub fn has_listings(&self) -> bool {
+        !self.dir_records.is_empty()
+    }
+
     /// How many entries the cache has.
     pub fn len(&self) -> usize {
         self.records.len() - self.dropped_count + self.learned.len()

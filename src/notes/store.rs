@@ -1030,10 +1030,13 @@ impl HomePart {
         let mut ends: Vec<u32> = Vec::with_capacity(cached.map_or(0, |c| c.len() + 16));
         let mut present = 0usize;
         let mut display = String::new();
+        // An empty cache (a first listing, or a cache removed) vouches for nothing: the files
+        // are not `lstat`ed, and each learns its entry from the `fstat` of the file as opened.
+        let with_stat = cached.is_some_and(|c| !c.is_empty());
         let seen = walk_each(
             dir,
             "",
-            cached.is_some(),
+            with_stat,
             cached,
             &mut |dir, rel, name_at, stat| {
                 let at = paths.len() as u32;
@@ -1282,7 +1285,14 @@ fn examine(
     // Learned only when the file opened is still the one the walk `lstat`ed (same identity,
     // size and times): the entry is kept under that `stat`, and a file replaced or changed
     // in between (or reached through a directory that was replaced) is read again next time.
-    if let Some(stat) = file.stat.filter(|s| learn && *s == opened)
+    // A file the walk did not `lstat` (an empty cache) is kept under the `fstat` taken when it
+    // was opened, before it was read: a change while it is read gives it a newer `stat`.
+    let learned_stat = match file.stat {
+        _ if !learn => None,
+        Some(walked) => (walked == opened).then_some(walked),
+        None => Some(opened),
+    };
+    if let Some(stat) = learned_stat
         && let Some(block) = frontmatter::block_prefix(buf)
     {
         let facts = Facts::of_block(block, &file.dir, name);
@@ -1522,8 +1532,9 @@ pub(crate) type WalkSink<'s> = dyn FnMut(&Arc<Dir>, &str, usize, Option<FileStat
 /// `*.md` with UTF-8 names, in directories with UTF-8 names, symlinks never followed (a
 /// subdirectory swapped for a symlink while walking is skipped, like every symlink) — the
 /// definition of which files are notes (listing and the boot index walk with it; search's
-/// workers apply the same rule). With a metadata cache (whole homes only, `rel` empty), every
-/// file is `lstat`ed, and a directory whose cached listing is still valid for its `stat` (see
+/// workers apply the same rule). With `with_stat`, every file is `lstat`ed. With a metadata
+/// cache (whole homes only, `rel` empty), a directory whose cached listing is still valid for
+/// its `stat` (see
 /// `HomeCache::listing`) is not listed again: it is reached through a path handle and the
 /// names of its cached listing are `lstat`ed (a name that is gone or no longer a regular file
 /// is skipped). Same files as without the cache; returns what the cache should remember.
@@ -1535,7 +1546,7 @@ pub(crate) fn walk_each(
     sink: &mut WalkSink<'_>,
 ) -> Result<DirsSeen, confine::Error> {
     let mut walk = Walk {
-        with_stat: with_stat || cache.is_some(),
+        with_stat,
         cache,
         seen: DirsSeen::default(),
         path: String::from(rel),
@@ -1669,7 +1680,9 @@ impl Walk<'_> {
             listing.dirs = subdirs.clone();
             self.seen.learned.push((self.path.clone(), listing));
         }
-        let cached_walk = self.cache.is_some();
+        // Subdirectories are opened as path handles only when the cache may hold their
+        // listings (a handle must be reopened to be listed).
+        let cached_walk = self.cache.is_some_and(HomeCache::has_listings);
         for name in subdirs {
             let opened = if cached_walk {
                 dir.child_handle(OsStr::new(&name))
@@ -1947,7 +1960,8 @@ mod tests {
 
     /// A listing learns a cache entry only for the file the walk `lstat`ed: when the file as
     /// opened has another `stat` (changed or replaced in between), the answer is what was read
-    /// but nothing is cached under the walk's `stat`.
+    /// but nothing is cached under the walk's `stat`. A file the walk did not `lstat` is
+    /// learned under its `fstat` as opened.
     #[test]
     fn a_file_changed_since_its_lstat_is_answered_but_not_learned() {
         let tmp = tempfile::tempdir().unwrap();
@@ -1968,6 +1982,12 @@ mod tests {
         let (outcome, entry) = examine(&same, &mut buf, &plan, true);
         assert!(matches!(outcome, Examined::Hit(_)));
         assert_eq!(entry.map(|e| e.stat), Some(walked));
+        // Not `lstat`ed by the walk (an empty cache): learned under the `fstat` as opened.
+        let unwalked = NoteFile::new(&root, "a.md", 0, None);
+        let (_, entry) = examine(&unwalked, &mut buf, &plan, true);
+        assert_eq!(entry.map(|e| e.stat), Some(walked));
+        let (_, entry) = examine(&unwalked, &mut buf, &plan, false);
+        assert!(entry.is_none(), "nothing is learned without a cache");
         for stale in [
             FileStat {
                 size: walked.size + 1,
