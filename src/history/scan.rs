@@ -15,6 +15,7 @@ use regex::bytes::Regex;
 
 use super::matcher::Prefilter;
 use super::projection::Projection;
+use crate::session::index::{In, Out};
 use crate::session::{SessionError, SessionFile};
 
 /// Bytes read and searched at a time per thread: small enough that the copy stays in the
@@ -405,7 +406,7 @@ impl Memo {
         if word(12)? != body.len() as u64 || word(20)? != memo_checksum(body) {
             return None;
         }
-        let mut r = VarIn { buf: body, at: 0 };
+        let mut r = In { buf: body, at: 0 };
         if r.bytes()? != self.session.as_slice() || r.u()? != self.dev || r.u()? != self.ino {
             return None;
         }
@@ -453,7 +454,7 @@ impl Memo {
     /// search scans again).
     fn store(&self, entries: &[Memoed], complete: u64) {
         use std::io::Write;
-        let mut body = VarOut(Vec::new());
+        let mut body = Out { buf: Vec::new() };
         body.bytes(&self.session);
         body.u(self.dev);
         body.u(self.ino);
@@ -461,28 +462,28 @@ impl Memo {
         let mut kept = Vec::new();
         let mut size = 0u64;
         for e in entries.iter().take(MEMO_KEYS) {
-            let mut one = VarOut(Vec::new());
+            let mut one = Out { buf: Vec::new() };
             one.bytes(e.key.as_bytes());
             one.u(e.covered);
-            one.0.extend_from_slice(&e.head);
-            one.0.extend_from_slice(&e.tail);
+            one.buf.extend_from_slice(&e.head);
+            one.buf.extend_from_slice(&e.tail);
             one.u(e.starts.len() as u64);
             let mut previous = 0;
             for &s in &e.starts {
                 one.u(s - previous);
                 previous = s;
             }
-            if size + one.0.len() as u64 > budget {
+            if size + one.buf.len() as u64 > budget {
                 continue;
             }
-            size += one.0.len() as u64;
-            kept.push(one.0);
+            size += one.buf.len() as u64;
+            kept.push(one.buf);
         }
         body.u(kept.len() as u64);
         for one in &kept {
-            body.0.extend_from_slice(one);
+            body.buf.extend_from_slice(one);
         }
-        let body = body.0;
+        let body = body.buf;
         let Some(dir) = self.path.parent() else {
             return;
         };
@@ -502,56 +503,6 @@ impl Memo {
 fn memo_checksum(body: &[u8]) -> u64 {
     use std::hash::BuildHasher;
     rustc_hash::FxBuildHasher.hash_one(body)
-}
-
-struct VarOut(Vec<u8>);
-
-impl VarOut {
-    fn u(&mut self, mut v: u64) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                self.0.push(byte);
-                return;
-            }
-            self.0.push(byte | 0x80);
-        }
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.u(b.len() as u64);
-        self.0.extend_from_slice(b);
-    }
-}
-
-struct VarIn<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl<'a> VarIn<'a> {
-    fn u(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = *self.buf.get(self.at)?;
-            self.at += 1;
-            v |= u64::from(byte & 0x7f).checked_shl(shift)?;
-            if byte & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.at.checked_add(n)?;
-        let out = self.buf.get(self.at..end)?;
-        self.at = end;
-        Some(out)
-    }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::try_from(self.u()?).ok()?;
-        self.take(n)
-    }
 }
 
 /// [`line_masks_in_blocks`] through the memo: the hits of the bytes it covers are taken from it, only

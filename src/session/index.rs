@@ -654,12 +654,13 @@ fn chunk_of(entries: &[Entry]) -> Vec<u8> {
 
 // ------------------------------------------------------------------------------- encoding
 
-struct Out {
-    buf: Vec<u8>,
+/// A writer of the varint-framed layouts (the index, the memo of line hits).
+pub(crate) struct Out {
+    pub(crate) buf: Vec<u8>,
 }
 
 impl Out {
-    fn u(&mut self, mut v: u64) {
+    pub(crate) fn u(&mut self, mut v: u64) {
         loop {
             let byte = (v & 0x7f) as u8;
             v >>= 7;
@@ -670,7 +671,7 @@ impl Out {
             self.buf.push(byte | 0x80);
         }
     }
-    fn bytes(&mut self, b: &[u8]) {
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
         self.u(b.len() as u64);
         self.buf.extend_from_slice(b);
     }
@@ -941,13 +942,14 @@ fn front_ok(front: &[u8], sum: u64) -> bool {
     }
 }
 
-struct In<'a> {
-    buf: &'a [u8],
-    at: usize,
+/// A reader of what [`Out`] writes; `None` on any truncation or overflow.
+pub(crate) struct In<'a> {
+    pub(crate) buf: &'a [u8],
+    pub(crate) at: usize,
 }
 
 impl<'a> In<'a> {
-    fn u(&mut self) -> Option<u64> {
+    pub(crate) fn u(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = *self.buf.get(self.at)?;
@@ -959,13 +961,13 @@ impl<'a> In<'a> {
         }
         None
     }
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.at.checked_add(n)?;
         let out = self.buf.get(self.at..end)?;
         self.at = end;
         Some(out)
     }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
+    pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = usize::try_from(self.u()?).ok()?;
         self.take(n)
     }
