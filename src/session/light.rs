@@ -70,47 +70,7 @@ pub(crate) fn decode(line: &[u8]) -> Light<'_> {
     }
 }
 
-/// The top-level and nested keys the skeleton reads (as in `skeleton::Key`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Key {
-    Type,
-    Id,
-    ParentId,
-    Timestamp,
-    CustomType,
-    Data,
-    Message,
-    Version,
-    Role,
-    Content,
-    ToolCallId,
-    ToolName,
-    Name,
-    Text,
-    WindowId,
-    Other,
-}
-
-fn key_of(raw: &[u8]) -> Key {
-    match raw {
-        b"type" => Key::Type,
-        b"id" => Key::Id,
-        b"parentId" => Key::ParentId,
-        b"timestamp" => Key::Timestamp,
-        b"customType" => Key::CustomType,
-        b"data" => Key::Data,
-        b"message" => Key::Message,
-        b"version" => Key::Version,
-        b"role" => Key::Role,
-        b"content" => Key::Content,
-        b"toolCallId" => Key::ToolCallId,
-        b"toolName" => Key::ToolName,
-        b"name" => Key::Name,
-        b"text" => Key::Text,
-        b"windowId" => Key::WindowId,
-        _ => Key::Other,
-    }
-}
+use super::skeleton::Key;
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
@@ -251,7 +211,7 @@ impl<'a> Parser<'a> {
         }
         self.expect(b':')?;
         self.ws();
-        Ok(key_of(raw))
+        Ok(Key::of(raw))
     }
 
     /// Iterate the members of an object (at its `{`), calling `member` with each key, the

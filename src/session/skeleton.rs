@@ -200,9 +200,10 @@ impl<'de> Visitor<'de> for LooseNameVisitor {
     ignore_compounds!(None);
 }
 
-/// The top-level keys we care about, decoded without allocating.
-#[derive(Clone, Copy)]
-enum Key {
+/// The top-level and nested keys we care about, decoded without allocating (also by the
+/// light decoder).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Key {
     Type,
     Id,
     ParentId,
@@ -219,6 +220,29 @@ enum Key {
     Text,
     WindowId,
     Other,
+}
+
+impl Key {
+    pub(super) fn of(raw: &[u8]) -> Key {
+        match raw {
+            b"type" => Key::Type,
+            b"id" => Key::Id,
+            b"parentId" => Key::ParentId,
+            b"timestamp" => Key::Timestamp,
+            b"customType" => Key::CustomType,
+            b"data" => Key::Data,
+            b"message" => Key::Message,
+            b"version" => Key::Version,
+            b"role" => Key::Role,
+            b"content" => Key::Content,
+            b"toolCallId" => Key::ToolCallId,
+            b"toolName" => Key::ToolName,
+            b"name" => Key::Name,
+            b"text" => Key::Text,
+            b"windowId" => Key::WindowId,
+            _ => Key::Other,
+        }
+    }
 }
 
 struct KeySeed;
@@ -238,24 +262,7 @@ impl<'de> Visitor<'de> for KeyVisitor {
         f.write_str("an object key")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(match v {
-            "type" => Key::Type,
-            "id" => Key::Id,
-            "parentId" => Key::ParentId,
-            "timestamp" => Key::Timestamp,
-            "customType" => Key::CustomType,
-            "data" => Key::Data,
-            "message" => Key::Message,
-            "version" => Key::Version,
-            "role" => Key::Role,
-            "content" => Key::Content,
-            "toolCallId" => Key::ToolCallId,
-            "toolName" => Key::ToolName,
-            "name" => Key::Name,
-            "text" => Key::Text,
-            "windowId" => Key::WindowId,
-            _ => Key::Other,
-        })
+        Ok(Key::of(v.as_bytes()))
     }
 }
 
