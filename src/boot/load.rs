@@ -367,23 +367,27 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
         };
         last_dir = Some((parent, std::sync::Arc::clone(&dir)));
         let file = NoteFile::new(&dir, vpath, name_at, Some(candidate.stat));
-        match store::read_head_into(&file, &mut head) {
-            Ok(()) => {}
+        let opened = match store::read_head_stat(&file, &mut head) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
-        }
+        };
         // As the store's listing decides it: the fields of the block, from the head alone. With
         // the cache, decoded once: the facts learned answer exactly as a later warm boot does.
         let (crumpled, updated) = match (cache.as_deref_mut(), frontmatter::block_prefix(&head)) {
             (Some(cache), Some(block)) => {
                 let facts = Facts::of_block(block, &file.dir, file.name());
                 let decided = (facts.boot_crumpled, facts.boot_updated_ms.unwrap_or(now_ms));
-                let entry = CacheEntry {
-                    stat: candidate.stat,
-                    facts,
-                    chars: None,
-                };
-                cache.insert(vpath.to_owned(), entry);
+                // Learned only under the rule listings use: a file changed or replaced since
+                // the walk's `lstat` is answered from what was read but not cached.
+                if let Some(stat) = store::stat_to_learn(Some(candidate.stat), opened) {
+                    let entry = CacheEntry {
+                        stat,
+                        facts,
+                        chars: None,
+                    };
+                    cache.insert(vpath.to_owned(), entry);
+                }
                 decided
             }
             _ => {

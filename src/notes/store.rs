@@ -1287,10 +1287,10 @@ fn examine(
     // in between (or reached through a directory that was replaced) is read again next time.
     // A file the walk did not `lstat` (an empty cache) is kept under the `fstat` taken when it
     // was opened, before it was read: a change while it is read gives it a newer `stat`.
-    let learned_stat = match file.stat {
-        _ if !learn => None,
-        Some(walked) => (walked == opened).then_some(walked),
-        None => Some(opened),
+    let learned_stat = if learn {
+        stat_to_learn(file.stat, opened)
+    } else {
+        None
     };
     if let Some(stat) = learned_stat
         && let Some(block) = frontmatter::block_prefix(buf)
@@ -1345,7 +1345,7 @@ pub(crate) fn read_head_into(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<(
 }
 
 /// [`read_head_into`], returning the `stat` of the file as opened.
-fn read_head_stat(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<FileStat> {
+pub(crate) fn read_head_stat(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<FileStat> {
     let (mut file, stat) = file
         .dir
         .open_file_stat(file.name())?
@@ -1362,6 +1362,17 @@ fn read_head_stat(file: &NoteFile, buf: &mut Vec<u8>) -> io::Result<FileStat> {
     let len = buf.len();
     read_up_to(&mut file, buf, len, size)?;
     Ok(stat)
+}
+
+/// The `stat` a cache entry learned from a file read now is kept under: the walk's `lstat`
+/// when the file opened still matches it (otherwise nothing is learned: it changed or was
+/// replaced in between), or the `fstat` as opened when the walk did not `lstat` it. Listings
+/// and boot both learn by this rule.
+pub(crate) fn stat_to_learn(walked: Option<FileStat>, opened: FileStat) -> Option<FileStat> {
+    match walked {
+        Some(walked) => (walked == opened).then_some(walked),
+        None => Some(opened),
+    }
 }
 
 /// Append to the first `len` bytes of `buf` until it holds `size` bytes or the file ends, with
