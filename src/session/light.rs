@@ -231,18 +231,8 @@ impl<'a> Parser<'a> {
             }
             let key = self.key()?;
             member(self, key)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => {
-                    self.i += 1;
-                    self.ws();
-                }
-                Some(b'}') => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return Ok(());
-                }
-                _ => return Err(Stop::Bad),
+            if !self.comma_or_close(b'}')? {
+                return Ok(());
             }
         }
     }
@@ -259,19 +249,29 @@ impl<'a> Parser<'a> {
         }
         loop {
             element(self)?;
-            self.ws();
-            match self.peek() {
-                Some(b',') => {
-                    self.i += 1;
-                    self.ws();
-                }
-                Some(b']') => {
-                    self.i += 1;
-                    self.depth -= 1;
-                    return Ok(());
-                }
-                _ => return Err(Stop::Bad),
+            if !self.comma_or_close(b']')? {
+                return Ok(());
             }
+        }
+    }
+
+    /// After a member or element: `true` past a `,` (another one follows), `false` past
+    /// `close` (the container ended; its depth is counted back).
+    #[inline]
+    fn comma_or_close(&mut self, close: u8) -> R<bool> {
+        self.ws();
+        match self.peek() {
+            Some(b',') => {
+                self.i += 1;
+                self.ws();
+                Ok(true)
+            }
+            Some(c) if c == close => {
+                self.i += 1;
+                self.depth -= 1;
+                Ok(false)
+            }
+            _ => Err(Stop::Bad),
         }
     }
 
