@@ -37,20 +37,28 @@ fn main() {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
-    order_hot_symbols();
     let Some(out_dir) = env::var_os("OUT_DIR") else {
         return;
     };
     let dir = PathBuf::from(out_dir).join("link");
+    if fs::create_dir_all(&dir).is_err() {
+        return; // link as rustc does by default rather than fail the build
+    }
+    order_hot_symbols(&dir);
     let script = dir.join("libgcc_s.so");
-    if fs::create_dir_all(&dir).is_err() || fs::write(&script, "INPUT(-lgcc_eh)\n").is_err() {
+    if fs::write(&script, "INPUT(-lgcc_eh)\n").is_err() {
         return; // keep the shared unwinder rather than fail the build
     }
     println!("cargo:rustc-link-arg-bins=-L{}", dir.display());
 }
 
 /// Hand `link/hot-symbols.txt` to the linker when it is rustc's default lld.
-fn order_hot_symbols() {
+///
+/// The linker gets a copy inside `out_dir`, not the checkout's own file: cargo gives the same
+/// `OUT_DIR` to every checkout of this package that shares a target directory (its hash does not
+/// include the checkout's path), and a build script left unrerun would otherwise hand the linker
+/// another checkout's path, which fails the link once that checkout is gone.
+fn order_hot_symbols(out_dir: &std::path::Path) {
     println!("cargo:rerun-if-changed=link/hot-symbols.txt");
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let Some(manifest) = env::var_os("CARGO_MANIFEST_DIR") else {
@@ -60,9 +68,13 @@ fn order_hot_symbols() {
     if !list.is_file() || !default_linker_is_lld() {
         return;
     }
+    let copy = out_dir.join("hot-symbols.txt");
+    if fs::copy(&list, &copy).is_err() {
+        return; // an unordered binary is as correct, only slower to start
+    }
     println!(
         "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-        list.display()
+        copy.display()
     );
     println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
 }

@@ -298,3 +298,51 @@ fn the_light_decoder_agrees_on_every_fixture_line() {
         "{unsure} of {lines} lines left to the slow decode"
     );
 }
+
+/// The string scan looks at 16 (and 8) bytes at a time: a `"`, `\`, control byte, non-ASCII
+/// sequence (valid, split across two blocks, or invalid) at every offset relative to a block
+/// boundary, and near the end of the line, in a key and in a value, is judged as the full
+/// decoders judge it.
+#[test]
+fn the_light_decoder_agrees_at_every_offset_from_a_block_boundary() {
+    let pieces: [&[u8]; 20] = [
+        b"\"",
+        b"\\",
+        b"\\\\",
+        b"\\\"",
+        b"\\n",
+        b"\\/",
+        b"\\u00e9",
+        b"\\ud800",
+        b"\\x",
+        &[0x01],
+        &[0x1f],
+        &[0x7f],
+        "é".as_bytes(),
+        "😀".as_bytes(),
+        "€€".as_bytes(),
+        &[0xff],
+        &[0xc3],
+        &[0xc3, b'x'],
+        &[0xed, 0xa0, 0x80],
+        &[0xf0, 0x9f, 0x98],
+    ];
+    let (mut lines, mut decided) = (0usize, 0usize);
+    for piece in pieces {
+        for before in 0..40 {
+            for after in 0..40 {
+                let inner = [&b"a".repeat(before)[..], piece, &b"z".repeat(after)[..]].concat();
+                for line in [
+                    [&b"{\"id\":\""[..], &inner, b"\"}"].concat(),
+                    [&b"{\"x\":\""[..], &inner, b"\",\"type\":\"message\"}"].concat(),
+                    [&b"{\""[..], &inner, b"\":1}"].concat(),
+                ] {
+                    lines += 1;
+                    decided += usize::from(!matches!(light::decode(&line), Light::Unsure));
+                    agrees(&line).unwrap();
+                }
+            }
+        }
+    }
+    assert!(decided * 2 > lines, "{decided} of {lines} lines decided");
+}
