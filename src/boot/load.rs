@@ -10,11 +10,15 @@
 use std::cmp::Ordering;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::render::{HomeKind, HomeSnapshot, MapNote, NoteRow, Snapshot};
-use crate::notes::cache::{Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir};
+use crate::confine::Dir;
+use crate::notes::cache::{
+    DirsSeen, Entry as CacheEntry, Facts, FileStat, HomeCache, root_cache_dir,
+};
 use crate::notes::note::NoteMeta;
 use crate::notes::query::address_order;
 use crate::notes::store::NoteFile;
@@ -98,45 +102,83 @@ pub fn load_snapshot_cached(
 ) -> Snapshot {
     let root_cache = cache_dir.map(|dir| root_cache_dir(dir, &layout.root));
     let root_cache = root_cache.as_deref();
-    let mut snapshot = Snapshot::empty(opened_at_ms);
-    // One thread per home: the walk is dominated by open/read syscalls, which overlap well.
-    // Results are placed by home, so the snapshot does not depend on thread timing.
-    let loaded: Vec<(HomeKind, io::Result<HomeSnapshot>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = LOAD_ORDER
-            .into_iter()
-            .map(|kind| {
-                let dir = layout.home_dir(kind);
-                let components = layout.home_components(kind);
-                let prefix = layout.prefix(kind);
-                let root = &layout.root;
-                let handle = scope.spawn(move || {
-                    let mut cache = root_cache.map(|c| HomeCache::load(c, root, &dir));
-                    let home = load_home_in(
-                        root,
-                        &components,
-                        &prefix,
-                        kind.cap(),
-                        opened_at_ms,
-                        cache.as_mut(),
-                    );
-                    if let (Some(cache), Ok(_)) = (&cache, &home) {
-                        cache.save();
-                    }
-                    home
-                });
-                (kind, handle)
+    let root = &layout.root;
+    // Each home's cache is loaded and its directory opened, a few homes at once.
+    let prepared: Vec<Prepared> = store::for_each_parallel(LOAD_ORDER.to_vec(), |kind| {
+        let cache = root_cache.map(|c| HomeCache::load(c, root, &layout.home_dir(kind)));
+        let opened = open_home_dir(root, &layout.home_components(kind)).map(|d| d.map(Arc::new));
+        (cache, opened)
+    });
+    let prefixes: Vec<String> = LOAD_ORDER.iter().map(|&k| layout.prefix(k)).collect();
+    // One walk of all five homes (shared by a few threads, balanced by directory, so a home
+    // holding most notes does not leave a core idle); each note is looked at as it comes.
+    let mut walked: Vec<Walked> = LOAD_ORDER.iter().map(|k| Walked::new(k.cap())).collect();
+    let mut seen: Vec<Option<Result<DirsSeen, crate::confine::Error>>> =
+        LOAD_ORDER.iter().map(|_| None).collect();
+    {
+        let mut sinks: Vec<_> = walked
+            .iter_mut()
+            .zip(&prepared)
+            .zip(&prefixes)
+            .zip(LOAD_ORDER)
+            .map(|(((walked, (cache, _)), prefix), kind)| {
+                let cached = cache.as_ref();
+                let cap = kind.cap();
+                move |dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>| {
+                    walked.found(cached, prefix, cap, opened_at_ms, dir, rel, name_at, stat);
+                }
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|(kind, handle)| {
-                let result = handle
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("reading this home panicked")));
-                (kind, result)
-            })
-            .collect()
-    });
+        let mut jobs = Vec::new();
+        let mut which = Vec::new();
+        for (i, sink) in sinks.iter_mut().enumerate() {
+            if let (cache, Ok(Some(dir))) = &prepared[i] {
+                jobs.push(store::HomeWalk {
+                    dir: Arc::clone(dir),
+                    rel: String::new(),
+                    with_stat: true,
+                    cache: cache.as_ref(),
+                    sink,
+                });
+                which.push(i);
+            }
+        }
+        for (i, result) in which.into_iter().zip(store::walk_homes(jobs)) {
+            seen[i] = Some(result);
+        }
+    }
+    // Then each home reads what the cache could not vouch for (a few homes at once).
+    let homes: Vec<_> = LOAD_ORDER
+        .into_iter()
+        .zip(prepared)
+        .zip(walked)
+        .zip(seen)
+        .zip(prefixes)
+        .collect();
+    let loaded = store::for_each_parallel(
+        homes,
+        |((((kind, (mut cache, opened)), walked), seen), prefix)| {
+            let home = match (opened, seen) {
+                (Ok(None), _) => Ok(HomeSnapshot::default()),
+                (Err(e), _) => Err(e),
+                (Ok(Some(_)), Some(Err(e))) => Err(e.into()),
+                (Ok(Some(dir)), Some(Ok(seen))) => walked.finish(
+                    &dir,
+                    seen,
+                    &prefix,
+                    kind.cap(),
+                    opened_at_ms,
+                    cache.as_mut(),
+                ),
+                (Ok(Some(_)), None) => Ok(HomeSnapshot::default()),
+            };
+            if let (Some(cache), Ok(_)) = (&cache, &home) {
+                cache.save();
+            }
+            (kind, home)
+        },
+    );
+    let mut snapshot = Snapshot::empty(opened_at_ms);
     for (kind, result) in loaded {
         *snapshot.home_mut(kind) = match result {
             Ok(home) => home,
@@ -148,6 +190,23 @@ pub fn load_snapshot_cached(
     }
     snapshot
 }
+
+/// Open the home `components` under `root` without following a symlink; `None` when missing.
+fn open_home_dir<S: AsRef<std::ffi::OsStr>>(
+    root: &Path,
+    components: &[S],
+) -> io::Result<Option<Dir>> {
+    match store::open_home(root, components) {
+        Ok(d) => Ok(d),
+        Err(e) if e.kind == crate::confine::Kind::Symlink => {
+            Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A home's cache (when there is a cache directory) and its directory (`None`: missing).
+type Prepared = (Option<HomeCache>, io::Result<Option<Arc<Dir>>>);
 
 /// One live note found while walking.
 struct Found {
@@ -222,235 +281,299 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     prefix: &str,
     cap: usize,
     now_ms: i64,
-    mut cache: Option<&mut HomeCache>,
+    cache: Option<&mut HomeCache>,
 ) -> io::Result<HomeSnapshot> {
-    let mut home = HomeSnapshot::default();
-    let dir = match store::open_home(root, components) {
-        Ok(None) => return Ok(home),
-        Ok(Some(dir)) => dir,
-        Err(e) if e.kind == crate::confine::Kind::Symlink => {
-            return Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")));
-        }
-        Err(e) => return Err(e.into()),
+    let Some(dir) = open_home_dir(root, components)? else {
+        return Ok(HomeSnapshot::default());
     };
-    let home_dir = std::sync::Arc::new(dir);
-    // Everything the walk hands over is looked at once, as it comes: a note the cache vouches
-    // for is ranked at once (and allocates only when it enters the newest `cap`), the others
-    // become small candidates. Paths are kept in one text. Candidates hold no directory
-    // handle: keeping every directory open grows the process's descriptor table while the
-    // other homes' threads run, and each growth then waits for an RCU grace period
-    // (milliseconds of wall time, no CPU). The few read are reached again from the home.
-    let mut paths = String::new();
-    let mut all: Vec<(u32, u32)> = Vec::new();
-    let mut candidates: Vec<Candidate> = Vec::new();
-    let mut kept: Vec<Found> = Vec::with_capacity(cap + 1);
-    let mut map: Option<NoteFile> = None;
-    let mut conflicts: Vec<NoteFile> = Vec::new();
-    let mut present = 0usize;
+    let home_dir = Arc::new(dir);
+    let mut walked = Walked::new(cap);
     let cached = cache.as_deref();
-    let walk_root = std::sync::Arc::clone(&home_dir);
     let seen = store::walk_each(
-        walk_root,
+        Arc::clone(&home_dir),
         "",
         true,
         cached,
         &mut |dir, rel, name_at, stat| {
-            let at = paths.len() as u32;
-            paths.push_str(rel);
-            all.push((at, paths.len() as u32));
-            if rel == "MAP.md" {
-                present += usize::from(cached.is_some_and(|c| c.contains(rel)));
-                map = Some(NoteFile::new(dir, rel, name_at, stat));
-                return;
-            }
-            let Some(stat) = stat else {
-                return; // vanished since the directory was read
-            };
-            if crate::sync::tree::is_conflict_name(&rel[name_at..]) {
-                conflicts.push(NoteFile::new(dir, rel, name_at, Some(stat)));
-            }
-            let mtime_ms = stat
-                .mtime
-                .saturating_mul(1000)
-                .saturating_add(stat.mtime_nsec / 1_000_000);
-            if let Some(cache) = cached {
-                if let Some(entry) = cache.get(rel, &stat) {
-                    present += 1;
-                    // Ranked from the cached block: exactly what reading its head would give.
-                    home.note_files += 1;
-                    if entry.boot_crumpled() {
-                        return;
-                    }
-                    let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
-                    if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
-                        return; // older than the newest `cap`: no row
-                    }
-                    keep(
-                        &mut kept,
-                        cap,
-                        Found {
-                            updated_at_ms: key,
-                            address: format!("{prefix}{rel}"),
-                            file: NoteFile::new(dir, rel, name_at, Some(stat)),
-                            vpath: rel.to_owned(),
-                            stat,
-                        },
-                    );
-                    return;
-                }
-                if cache.contains(rel) {
-                    present += 1;
-                }
-            }
-            candidates.push(Candidate {
-                mtime_ms,
-                stat,
-                rel: (at, paths.len() as u32),
-            });
+            walked.found(cached, prefix, cap, now_ms, dir, rel, name_at, stat);
         },
     )?;
-    if let Some(cache) = cache.as_deref_mut() {
-        cache.dirs_walked(seen);
-        if present < cache.len() {
-            let seen: rustc_hash::FxHashSet<&str> = all
-                .iter()
-                .map(|&(a, b)| &paths[a as usize..b as usize])
-                .collect();
-            cache.retain_seen(&seen);
+    walked.finish(&home_dir, seen, prefix, cap, now_ms, cache)
+}
+
+/// What the walk of one home found, as it came: a note the cache vouches for is ranked at
+/// once (and allocates only when it enters the newest `cap`), the others become small
+/// candidates. Paths are kept in one text. Candidates hold no directory handle: keeping every
+/// directory open grows the process's descriptor table while other threads run, and each
+/// growth then waits for an RCU grace period (milliseconds of wall time, no CPU). The few
+/// read are reached again from the home. Nothing here depends on the order the files come in
+/// (the walk's threads decide it): rows are kept by a total order, candidates sorted by one.
+struct Walked {
+    paths: String,
+    all: Vec<(u32, u32)>,
+    candidates: Vec<Candidate>,
+    kept: Vec<Found>,
+    map: Option<NoteFile>,
+    conflicts: Vec<NoteFile>,
+    /// Files the cache has an entry for (valid or not).
+    present: usize,
+    /// Files ranked from the cache.
+    note_files: usize,
+}
+
+impl Walked {
+    fn new(cap: usize) -> Walked {
+        Walked {
+            paths: String::new(),
+            all: Vec::new(),
+            candidates: Vec::new(),
+            kept: Vec::with_capacity(cap + 1),
+            map: None,
+            conflicts: Vec::new(),
+            present: 0,
+            note_files: 0,
         }
     }
-    if let Some(file) = map {
-        home.map = read_map(&file, prefix)?;
-    }
-    for file in &conflicts {
-        if live_conflict_note(file)? {
-            home.sync_conflicts.push(format!("{prefix}{}", file.rel));
+
+    /// One note file handed over by the walk.
+    #[allow(clippy::too_many_arguments)]
+    fn found(
+        &mut self,
+        cached: Option<&HomeCache>,
+        prefix: &str,
+        cap: usize,
+        now_ms: i64,
+        dir: &Arc<Dir>,
+        rel: &str,
+        name_at: usize,
+        stat: Option<FileStat>,
+    ) {
+        let at = self.paths.len() as u32;
+        self.paths.push_str(rel);
+        self.all.push((at, self.paths.len() as u32));
+        if rel == "MAP.md" {
+            self.present += usize::from(cached.is_some_and(|c| c.contains(rel)));
+            self.map = Some(NoteFile::new(dir, rel, name_at, stat));
+            return;
         }
-    }
-    home.note_files += candidates.len();
-    home.sync_conflicts.sort();
-    let text = |r: (u32, u32)| &paths[r.0 as usize..r.1 as usize];
-    // Newest file first; the vpath makes the reading order (not the result) deterministic.
-    candidates.sort_by(|a, b| {
-        b.mtime_ms
-            .cmp(&a.mtime_ms)
-            .then_with(|| text(a.rel).cmp(text(b.rel)))
-    });
-    let mut head = Vec::new();
-    let mut last_dir: Option<(&str, std::sync::Arc<crate::confine::Dir>)> = None;
-    for candidate in candidates {
-        let full = kept.len() >= cap;
-        if full
-            && kept
-                .last()
-                .is_none_or(|k| candidate.mtime_ms < k.updated_at_ms)
-        {
-            break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
-        }
-        let vpath = text(candidate.rel);
-        let (parent, name_at) = match vpath.rfind('/') {
-            Some(slash) => (&vpath[..slash], slash + 1),
-            None => ("", 0),
+        let Some(stat) = stat else {
+            return; // vanished since the directory was read
         };
-        let dir = match &last_dir {
-            Some((p, d)) if *p == parent => std::sync::Arc::clone(d),
-            _ if parent.is_empty() => std::sync::Arc::clone(&home_dir),
-            _ => {
-                let names: Vec<&str> = parent.split('/').collect();
-                match home_dir.walk(&names) {
-                    Ok(Some(d)) => std::sync::Arc::new(d),
-                    Ok(None) => continue, // gone since the walk
-                    Err(e) if e.kind == crate::confine::Kind::Symlink => continue,
-                    Err(e) => return Err(e.into()),
+        if crate::sync::tree::is_conflict_name(&rel[name_at..]) {
+            self.conflicts
+                .push(NoteFile::new(dir, rel, name_at, Some(stat)));
+        }
+        let mtime_ms = stat
+            .mtime
+            .saturating_mul(1000)
+            .saturating_add(stat.mtime_nsec / 1_000_000);
+        if let Some(cache) = cached {
+            if let Some(entry) = cache.get(rel, &stat) {
+                self.present += 1;
+                // Ranked from the cached block: exactly what reading its head would give.
+                self.note_files += 1;
+                if entry.boot_crumpled() {
+                    return;
                 }
-            }
-        };
-        last_dir = Some((parent, std::sync::Arc::clone(&dir)));
-        let file = NoteFile::new(&dir, vpath, name_at, Some(candidate.stat));
-        let opened = match store::read_head_stat(&file, &mut head) {
-            Ok(opened) => opened,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        // As the store's listing decides it: the fields of the block, from the head alone. With
-        // the cache, decoded once: the facts learned answer exactly as a later warm boot does.
-        let (crumpled, updated) = match (cache.as_deref_mut(), frontmatter::block_prefix(&head)) {
-            (Some(cache), Some(block)) => {
-                let facts = Facts::of_block(block, &file.dir, file.name());
-                let decided = (facts.boot_crumpled, facts.boot_updated_ms.unwrap_or(now_ms));
-                // Learned only under the rule listings use: a file changed or replaced since
-                // the walk's `lstat` is answered from what was read but not cached.
-                if let Some(stat) = store::stat_to_learn(Some(candidate.stat), opened) {
-                    let entry = CacheEntry {
+                let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
+                let kept = &mut self.kept;
+                if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
+                    return; // older than the newest `cap`: no row
+                }
+                keep(
+                    kept,
+                    cap,
+                    Found {
+                        updated_at_ms: key,
+                        address: format!("{prefix}{rel}"),
+                        file: NoteFile::new(dir, rel, name_at, Some(stat)),
+                        vpath: rel.to_owned(),
                         stat,
-                        facts,
-                        chars: None,
-                    };
-                    cache.insert(vpath.to_owned(), entry);
-                }
-                decided
+                    },
+                );
+                return;
             }
-            _ => {
-                let fields = frontmatter::fields_of_bytes(&head);
-                (
-                    fields.contains_key("crumpledAt"),
-                    updated_at_ms(&fields, now_ms),
-                )
+            if cache.contains(rel) {
+                self.present += 1;
             }
-        };
-        if crumpled {
-            continue;
         }
-        keep(
-            &mut kept,
-            cap,
-            Found {
-                updated_at_ms: updated.min(candidate.mtime_ms),
-                address: format!("{prefix}{vpath}"),
-                vpath: vpath.to_owned(),
-                file,
-                stat: candidate.stat,
-            },
-        );
-    }
-    // Bodies are read whole only for the rows shown (their code points are displayed), unless
-    // the cache knows their count.
-    let mut recent = Vec::with_capacity(kept.len());
-    for f in kept {
-        let known = cache
-            .as_deref()
-            .and_then(|c| c.get(&f.vpath, &f.stat))
-            .and_then(|e| e.chars());
-        let chars = match known {
-            Some(chars) => chars as usize,
-            None => match read_text(&f.file)? {
-                Some(raw) => {
-                    let chars = split_note(&raw).1.chars().count();
-                    if let Some(cache) = cache.as_deref_mut()
-                        && let Some(block) = frontmatter::block_prefix(raw.as_bytes())
-                    {
-                        cache.insert(
-                            f.vpath.clone(),
-                            CacheEntry {
-                                stat: f.stat,
-                                facts: Facts::of_block(block, &f.file.dir, f.file.name()),
-                                chars: Some(chars as u64),
-                            },
-                        );
-                    }
-                    chars
-                }
-                None => continue,
-            },
-        };
-        recent.push(NoteRow {
-            address: f.address,
-            chars,
-            updated_at_ms: f.updated_at_ms,
+        self.candidates.push(Candidate {
+            mtime_ms,
+            stat,
+            rel: (at, self.paths.len() as u32),
         });
     }
-    home.recent = recent;
-    Ok(home)
+
+    /// After the walk of the home at `home_dir`: update the cache, read the MAP, the conflict
+    /// notes and the candidates that may enter the newest `cap`, and the bodies of the rows.
+    fn finish(
+        self,
+        home_dir: &Arc<Dir>,
+        seen: DirsSeen,
+        prefix: &str,
+        cap: usize,
+        now_ms: i64,
+        mut cache: Option<&mut HomeCache>,
+    ) -> io::Result<HomeSnapshot> {
+        let Walked {
+            paths,
+            all,
+            mut candidates,
+            mut kept,
+            map,
+            conflicts,
+            present,
+            note_files,
+        } = self;
+        let mut home = HomeSnapshot {
+            note_files,
+            ..HomeSnapshot::default()
+        };
+        if let Some(cache) = cache.as_deref_mut() {
+            cache.dirs_walked(seen);
+            if present < cache.len() {
+                let seen: rustc_hash::FxHashSet<&str> = all
+                    .iter()
+                    .map(|&(a, b)| &paths[a as usize..b as usize])
+                    .collect();
+                cache.retain_seen(&seen);
+            }
+        }
+        if let Some(file) = map {
+            home.map = read_map(&file, prefix)?;
+        }
+        for file in &conflicts {
+            if live_conflict_note(file)? {
+                home.sync_conflicts.push(format!("{prefix}{}", file.rel));
+            }
+        }
+        home.note_files += candidates.len();
+        home.sync_conflicts.sort();
+        let text = |r: (u32, u32)| &paths[r.0 as usize..r.1 as usize];
+        // Newest file first; the vpath makes the reading order (not the result) deterministic.
+        candidates.sort_by(|a, b| {
+            b.mtime_ms
+                .cmp(&a.mtime_ms)
+                .then_with(|| text(a.rel).cmp(text(b.rel)))
+        });
+        let mut head = Vec::new();
+        let mut last_dir: Option<(&str, Arc<Dir>)> = None;
+        for candidate in candidates {
+            let full = kept.len() >= cap;
+            if full
+                && kept
+                    .last()
+                    .is_none_or(|k| candidate.mtime_ms < k.updated_at_ms)
+            {
+                break; // every unread key is ≤ its mtime < the newest `cap`'s oldest key
+            }
+            let vpath = text(candidate.rel);
+            let (parent, name_at) = match vpath.rfind('/') {
+                Some(slash) => (&vpath[..slash], slash + 1),
+                None => ("", 0),
+            };
+            let dir = match &last_dir {
+                Some((p, d)) if *p == parent => Arc::clone(d),
+                _ if parent.is_empty() => Arc::clone(home_dir),
+                _ => {
+                    let names: Vec<&str> = parent.split('/').collect();
+                    match home_dir.walk(&names) {
+                        Ok(Some(d)) => Arc::new(d),
+                        Ok(None) => continue, // gone since the walk
+                        Err(e) if e.kind == crate::confine::Kind::Symlink => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            };
+            last_dir = Some((parent, Arc::clone(&dir)));
+            let file = NoteFile::new(&dir, vpath, name_at, Some(candidate.stat));
+            let opened = match store::read_head_stat(&file, &mut head) {
+                Ok(opened) => opened,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            // As the store's listing decides it: the fields of the block, from the head alone.
+            // With the cache, decoded once: the facts learned answer exactly as a later warm
+            // boot does.
+            let (crumpled, updated) = match (cache.as_deref_mut(), frontmatter::block_prefix(&head))
+            {
+                (Some(cache), Some(block)) => {
+                    let facts = Facts::of_block(block, &file.dir, file.name());
+                    let decided = (facts.boot_crumpled, facts.boot_updated_ms.unwrap_or(now_ms));
+                    // Learned only under the rule listings use: a file changed or replaced
+                    // since the walk's `lstat` is answered from what was read but not cached.
+                    if let Some(stat) = store::stat_to_learn(Some(candidate.stat), opened) {
+                        let entry = CacheEntry {
+                            stat,
+                            facts,
+                            chars: None,
+                        };
+                        cache.insert(vpath.to_owned(), entry);
+                    }
+                    decided
+                }
+                _ => {
+                    let fields = frontmatter::fields_of_bytes(&head);
+                    (
+                        fields.contains_key("crumpledAt"),
+                        updated_at_ms(&fields, now_ms),
+                    )
+                }
+            };
+            if crumpled {
+                continue;
+            }
+            keep(
+                &mut kept,
+                cap,
+                Found {
+                    updated_at_ms: updated.min(candidate.mtime_ms),
+                    address: format!("{prefix}{vpath}"),
+                    vpath: vpath.to_owned(),
+                    file,
+                    stat: candidate.stat,
+                },
+            );
+        }
+        // Bodies are read whole only for the rows shown (their code points are displayed),
+        // unless the cache knows their count.
+        let mut recent = Vec::with_capacity(kept.len());
+        for f in kept {
+            let known = cache
+                .as_deref()
+                .and_then(|c| c.get(&f.vpath, &f.stat))
+                .and_then(|e| e.chars());
+            let chars = match known {
+                Some(chars) => chars as usize,
+                None => match read_text(&f.file)? {
+                    Some(raw) => {
+                        let chars = split_note(&raw).1.chars().count();
+                        if let Some(cache) = cache.as_deref_mut()
+                            && let Some(block) = frontmatter::block_prefix(raw.as_bytes())
+                        {
+                            cache.insert(
+                                f.vpath.clone(),
+                                CacheEntry {
+                                    stat: f.stat,
+                                    facts: Facts::of_block(block, &f.file.dir, f.file.name()),
+                                    chars: Some(chars as u64),
+                                },
+                            );
+                        }
+                        chars
+                    }
+                    None => continue,
+                },
+            };
+            recent.push(NoteRow {
+                address: f.address,
+                chars,
+                updated_at_ms: f.updated_at_ms,
+            });
+        }
+        home.recent = recent;
+        Ok(home)
+    }
 }
 
 /// Whether a conflict-named file is a live conflict note left by `sync` (only such names

@@ -236,3 +236,163 @@ proptest! {
         }
     }
 }
+
+/// The walk's threads never change an answer: a store with one home holding most notes —
+/// nested directories, one large flat directory (split into chunks between workers), and
+/// decoys the walk must skip (a symlinked directory and note, a directory named `*.md`, a
+/// name that is not UTF-8) — gives the same listing rows and status, the same boot snapshot
+/// and the same files, with and without the cache (cold, racy, trusted, trusted listings),
+/// walked by one thread or by several with tiny chunks, before and after every mtime is made
+/// equal; and the walk finds exactly the files an independent `std::fs` walk finds.
+#[test]
+fn the_parallel_walk_answers_as_the_serial_one() {
+    use super::store::walk::{Tuning, with_tuning};
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("notes");
+    let mut n = 0usize;
+    let mut write = |rel: String| {
+        let path = root.join(&rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let kind = (n * 5 % 7) as u8;
+        fs::write(&path, content(kind, (n * 3 % 11) as u8, n % 9)).unwrap();
+        n += 1;
+    };
+    let big = "agents/ann";
+    for a in 0..4 {
+        for b in 0..3 {
+            for f in 0..6 {
+                write(format!("{big}/d{a}/e{b}/n{f}.md"));
+            }
+        }
+        write(format!("{big}/d{a}/top.md"));
+    }
+    for f in 0..90 {
+        write(format!("{big}/flat/f{f:03}.md"));
+    }
+    for f in 0..4 {
+        write(format!("{big}/t{f}.md"));
+    }
+    write(format!("{big}/MAP.md"));
+    for home in HOMES.iter().filter(|h| **h != big) {
+        write(format!("{home}/a.md"));
+        write(format!("{home}/sub/b.md"));
+    }
+    write("human/MAP.md".into());
+    let ann = root.join(big);
+    std::os::unix::fs::symlink(ann.join("d0"), ann.join("linked-dir")).unwrap();
+    std::os::unix::fs::symlink(ann.join("t0.md"), ann.join("linked.md")).unwrap();
+    fs::create_dir_all(ann.join("dir.md")).unwrap();
+    fs::write(ann.join("d1").join("x.txt"), "not a note").unwrap();
+    fs::write(
+        ann.join(std::ffi::OsStr::from_bytes(b"bad-\xff.md")),
+        "---\nupdatedAt: 2026-01-01T00:00:00Z\n---\n",
+    )
+    .unwrap();
+
+    let serial = Tuning {
+        threads: 1,
+        start_at: usize::MAX,
+        chunk: usize::MAX,
+    };
+    let tunings = [
+        serial,
+        Tuning {
+            threads: 4,
+            start_at: 0,
+            chunk: 3,
+        },
+        Tuning {
+            threads: 2,
+            start_at: 1,
+            chunk: 16,
+        },
+    ];
+    let layout = Layout {
+        root: root.clone(),
+        session_id: "s1".into(),
+        project_key: "k-1".into(),
+        agent: "ann".into(),
+        model: "m".into(),
+    };
+    let now_ms = 1_767_312_000_000;
+    let answers = |cache: Option<&Path>| {
+        let store = Store::new(identity(&root)).with_cache_dir(cache);
+        let snapshot = match cache {
+            Some(cache) => load_snapshot_cached(&layout, now_ms, Some(cache)),
+            None => load_snapshot(&layout, now_ms),
+        };
+        (
+            listing(&store, false),
+            listing(&store, true),
+            format!("{snapshot:?}"),
+        )
+    };
+    // The files, with their `lstat`s, as a walk of the big home hands them over.
+    let walked = || {
+        let home = crate::confine::Dir::open_root(&ann).unwrap().unwrap();
+        let mut files = Vec::new();
+        super::store::walk_files(std::sync::Arc::new(home), "", true, &mut files).unwrap();
+        let mut files: Vec<(String, String)> = files
+            .into_iter()
+            .map(|f| (f.rel.clone(), format!("{:?}", f.stat)))
+            .collect();
+        files.sort();
+        files
+    };
+    // An independent reference: regular `*.md` files with UTF-8 names, no symlink followed.
+    fn reference(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        for entry in fs::read_dir(dir).unwrap().flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let kind = entry.file_type().unwrap();
+            let path = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            if kind.is_dir() {
+                reference(&entry.path(), &path, out);
+            } else if kind.is_file() && name.ends_with(".md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut expected_files = Vec::new();
+    reference(&ann, "", &mut expected_files);
+    expected_files.sort();
+    assert_eq!(expected_files.len(), 4 * 3 * 6 + 4 + 90 + 4 + 1);
+
+    for layout_round in 0..2 {
+        if layout_round == 1 {
+            apply(&root, dir.path(), &Edit::TouchAll);
+        }
+        let expected = with_tuning(serial, || answers(None));
+        let expected_walk = with_tuning(serial, walked);
+        assert_eq!(
+            expected_walk
+                .iter()
+                .map(|f| f.0.clone())
+                .collect::<Vec<_>>(),
+            expected_files
+        );
+        for (t, tuning) in tunings.into_iter().enumerate() {
+            with_tuning(tuning, || {
+                assert_eq!(walked(), expected_walk, "tuning {tuning:?}");
+                assert_eq!(answers(None), expected, "--no-cache, tuning {tuning:?}");
+                let cache = dir.path().join(format!("cache-{layout_round}-{t}"));
+                for round in 0..4 {
+                    assert_eq!(
+                        answers(Some(&cache)),
+                        expected,
+                        "cache round {round}, tuning {tuning:?}"
+                    );
+                    // Old enough to trust its entries (and, from the next round, its listings).
+                    apply(&root, &cache, &Edit::AgeCache);
+                }
+            });
+        }
+    }
+}

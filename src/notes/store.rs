@@ -17,7 +17,7 @@ use chrono::{DateTime, FixedOffset};
 use super::access::{self, Entry, Journal};
 use super::address::{Address, Home, Scope, no_session};
 use super::cache::{
-    DirsSeen, Entry as CacheEntry, EntryRef, Facts, FileStat, HomeCache, Listing, root_cache_dir,
+    DirsSeen, Entry as CacheEntry, EntryRef, Facts, FileStat, HomeCache, root_cache_dir,
 };
 use super::error::{ErrorKind, NoteError, err};
 use super::frontmatter;
@@ -27,6 +27,7 @@ use super::query::{HomeSelection, LineMatch, Matcher, Plan, Query};
 use crate::confine::{self, Dir, EntryKind};
 
 mod search;
+pub(crate) mod walk;
 
 /// The notes store of one identity.
 ///
@@ -717,10 +718,10 @@ impl Store {
         Ok((dirs, name))
     }
 
-    /// Rank the notes `query` selects without building their rows: each home is walked on its
-    /// own thread (one `lstat` per note with the metadata cache); a note the cache vouches
-    /// for is ranked from its entry as the walk reaches it, and only the others are kept
-    /// (with their directory's handle) to be read on a few threads. A row is built when asked
+    /// Rank the notes `query` selects without building their rows: the homes are walked at
+    /// once by a few threads ([`walk_homes`]; one `lstat` per note with the metadata cache); a
+    /// note the cache vouches for is ranked from its entry as the walk reaches it, and only
+    /// the others are kept (by path, no handle) to be read on a few threads. A row is built when asked
     /// for ([`NoteList::row`]).
     fn scan(&self, query: &Query) -> Result<NoteList, NoteError> {
         let plan = query.plan(&self.identity)?;
@@ -736,51 +737,73 @@ impl Store {
         let root = &self.identity.root;
         // Listings use the metadata cache (one per home) when there is a cache directory.
         let cache_root = self.cache.as_deref();
-        let plan_ref = &plan;
-        let walk_home = |index: usize, home: &Home| -> Option<WalkedHome> {
-            let (Some(dir), Some(components)) =
-                (home.dir(&self.identity), home.components(&self.identity))
-            else {
-                return None;
-            };
-            let cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
-            let mut part = HomePart {
-                cache,
-                ..HomePart::default()
-            };
-            let walked = open_home(root, &components).and_then(|opened| match opened {
-                Some(d) => part.walk(Arc::new(d), index, &prefixes[index], plan_ref),
-                None => Ok(()),
+        // Each home's cache is loaded and its directory opened, a few homes at once.
+        let opened: Vec<Option<Opened>> =
+            for_each_parallel(homes.iter().collect(), |home| -> Option<Opened> {
+                let home = home.as_ref().ok()?;
+                let (Some(dir), Some(components)) =
+                    (home.dir(&self.identity), home.components(&self.identity))
+                else {
+                    return None;
+                };
+                let cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
+                let part = HomePart {
+                    cache,
+                    ..HomePart::default()
+                };
+                Some((part, open_home(root, &components).map(|d| d.map(Arc::new))))
             });
-            if let Err(e) = walked {
-                return Some(Err(e.kind == confine::Kind::Symlink));
+        // Then one walk of all of them (shared by a few threads, balanced by directory).
+        let mut opened: Vec<Option<(HomePart, Tally, OpenedDir)>> = opened
+            .into_iter()
+            .map(|o| o.map(|(part, dir)| (part, Tally::default(), dir)))
+            .collect();
+        let mut seen: Vec<Option<Result<DirsSeen, confine::Error>>> =
+            opened.iter().map(|_| None).collect();
+        {
+            let mut sinks = Vec::new();
+            let mut which = Vec::new();
+            for (index, entry) in opened.iter_mut().enumerate() {
+                if let Some((part, tally, Ok(Some(dir)))) = entry {
+                    part.dir = Some(Arc::clone(dir));
+                    let dir = Arc::clone(dir);
+                    let (cached, sink) = part.sink(tally, index, &prefixes[index], &plan);
+                    sinks.push((dir, cached, sink));
+                    which.push(index);
+                }
             }
-            Some(Ok(part))
-        };
-        let readable = homes.iter().filter(|h| h.is_ok()).count();
-        let walked: Vec<Option<WalkedHome>> = if readable > 1 {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = homes
-                    .iter()
-                    .enumerate()
-                    .map(|(index, home)| {
-                        home.as_ref()
-                            .ok()
-                            .map(|home| scope.spawn(move || walk_home(index, home)))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|handle| handle.and_then(|h| h.join().unwrap_or(Some(Err(false)))))
-                    .collect()
+            let jobs = sinks
+                .iter_mut()
+                .map(|(dir, cached, sink)| HomeWalk {
+                    dir: Arc::clone(dir),
+                    rel: String::new(),
+                    // An empty cache (a first listing, or a cache removed) vouches for
+                    // nothing: the files are not `lstat`ed, and each learns its entry from
+                    // the `fstat` of the file as opened.
+                    with_stat: cached.is_some_and(|c| !c.is_empty()),
+                    cache: *cached,
+                    sink,
+                })
+                .collect();
+            for (index, result) in which.into_iter().zip(walk_homes(jobs)) {
+                seen[index] = Some(result);
+            }
+        }
+        let walked: Vec<Option<WalkedHome>> = opened
+            .into_iter()
+            .zip(seen)
+            .map(|(entry, seen)| {
+                let (mut part, tally, dir) = entry?;
+                match (dir, seen) {
+                    (Err(e), _) | (_, Some(Err(e))) => Some(Err(e.kind == confine::Kind::Symlink)),
+                    (Ok(_), Some(Ok(seen))) => {
+                        part.walked(seen, tally);
+                        Some(Ok(part))
+                    }
+                    (Ok(_), None) => Some(Ok(part)),
+                }
             })
-        } else {
-            homes
-                .iter()
-                .enumerate()
-                .map(|(index, home)| home.as_ref().ok().and_then(|h| walk_home(index, h)))
-                .collect()
-        };
+            .collect();
         let mut parts: Vec<HomePart> = Vec::with_capacity(homes.len());
         for (index, (home, walked)) in homes.iter().zip(walked).enumerate() {
             parts.push(HomePart::default());
@@ -1007,17 +1030,22 @@ impl HomePart {
         Ok(Some(NoteFile::new(&dir, rel, name_at, unread.stat)))
     }
 
-    /// Walk the home at `dir` (home number `home`, address prefix `prefix`): every note file
-    /// is recorded; one the cache vouches for is decided at once (no handle kept), the others
-    /// are kept to be read.
-    fn walk(
-        &mut self,
-        dir: Arc<Dir>,
+    /// The walk's sink for this home (number `home`, address prefix `prefix`), and the cache
+    /// it consults: every note file is recorded; one the cache vouches for is decided at once
+    /// (no handle kept), the others are kept to be read. Nothing depends on the order the
+    /// files come in (hits are sorted by a total order later, files to read are read by
+    /// position).
+    #[allow(clippy::type_complexity, reason = "the sink's type cannot be named")]
+    fn sink<'a>(
+        &'a mut self,
+        tally: &'a mut Tally,
         home: usize,
-        prefix: &str,
-        plan: &Plan,
-    ) -> Result<(), confine::Error> {
-        self.dir = Some(Arc::clone(&dir));
+        prefix: &'a str,
+        plan: &'a Plan,
+    ) -> (
+        Option<&'a HomeCache>,
+        impl FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + Send + 'a,
+    ) {
         let HomePart {
             cache,
             paths,
@@ -1027,58 +1055,57 @@ impl HomePart {
             ..
         } = self;
         let cached = cache.as_ref();
-        let mut ends: Vec<u32> = Vec::with_capacity(cached.map_or(0, |c| c.len() + 16));
-        let mut present = 0usize;
-        let mut display = String::new();
-        // An empty cache (a first listing, or a cache removed) vouches for nothing: the files
-        // are not `lstat`ed, and each learns its entry from the `fstat` of the file as opened.
-        let with_stat = cached.is_some_and(|c| !c.is_empty());
-        let seen = walk_each(
-            dir,
-            "",
-            with_stat,
-            cached,
-            &mut |dir, rel, name_at, stat| {
-                let at = paths.len() as u32;
-                paths.push_str(rel);
-                let end = paths.len() as u32;
-                ends.push(end);
-                let entry = match (cached, &stat) {
-                    (Some(cache), Some(stat)) => cache.get(rel, stat),
-                    _ => None,
-                };
-                if entry.is_some() || cached.is_some_and(|c| c.contains(rel)) {
-                    present += 1;
+        if let Some(cache) = cached {
+            tally.ends.reserve(cache.len() + 16);
+        }
+        let sink = move |dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>| {
+            let at = paths.len() as u32;
+            paths.push_str(rel);
+            let end = paths.len() as u32;
+            tally.ends.push(end);
+            let entry = match (cached, &stat) {
+                (Some(cache), Some(stat)) => cache.get(rel, stat),
+                _ => None,
+            };
+            if entry.is_some() || cached.is_some_and(|c| c.contains(rel)) {
+                tally.present += 1;
+            }
+            if let Some(re) = &plan.pattern {
+                let display = &mut tally.display;
+                display.clear();
+                display.push_str(prefix);
+                display.push_str(rel);
+                if !re.is_match(display) {
+                    return;
                 }
-                if let Some(re) = &plan.pattern {
-                    display.clear();
-                    display.push_str(prefix);
-                    display.push_str(rel);
-                    if !re.is_match(&display) {
-                        return;
-                    }
+            }
+            let name = OsStr::new(&rel[name_at..]);
+            match entry.and_then(|e| from_cache(e, plan, dir, name)) {
+                Some(Ranked::Skip) => {}
+                Some(Ranked::Crumpled) => *crumpled += 1,
+                Some(Ranked::Hit(updated, meta)) => {
+                    hits.push(Hit::new(updated, home, (at, end), meta));
                 }
-                let name = OsStr::new(&rel[name_at..]);
-                match entry.and_then(|e| from_cache(e, plan, dir, name)) {
-                    Some(Ranked::Skip) => {}
-                    Some(Ranked::Crumpled) => *crumpled += 1,
-                    Some(Ranked::Hit(updated, meta)) => {
-                        hits.push(Hit::new(updated, home, (at, end), meta));
-                    }
-                    None => unread.push(Unread {
-                        rel: (at, end),
-                        name_at: name_at as u32,
-                        stat,
-                    }),
-                }
-            },
-        )?;
+                None => unread.push(Unread {
+                    rel: (at, end),
+                    name_at: name_at as u32,
+                    stat,
+                }),
+            }
+        };
+        (cached, sink)
+    }
+
+    /// After the walk: what the cache keeps of the home's directories, and forgetting the
+    /// files that are gone (only when some are: no set is built otherwise).
+    fn walked(&mut self, seen: DirsSeen, tally: Tally) {
+        let HomePart { cache, paths, .. } = self;
         if let Some(cache) = cache.as_mut() {
             cache.dirs_walked(seen);
-            // Forget files that are gone (only when some are: no set is built otherwise).
-            if present < cache.len() {
+            if tally.present < cache.len() {
                 let mut at = 0usize;
-                let seen: rustc_hash::FxHashSet<&str> = ends
+                let seen: rustc_hash::FxHashSet<&str> = tally
+                    .ends
                     .iter()
                     .map(|&end| {
                         let path = &paths[at..end as usize];
@@ -1089,8 +1116,23 @@ impl HomePart {
                 cache.retain_seen(&seen);
             }
         }
-        Ok(())
     }
+}
+
+/// A home's cache and directory, ready to be walked for a scan.
+type Opened = (HomePart, OpenedDir);
+
+/// A home's directory, opened without following a symlink (`None`: missing).
+type OpenedDir = Result<Option<Arc<Dir>>, confine::Error>;
+
+/// What a scan's walk counts for one home besides its part: where each walked path ends in
+/// the part's path text, how many files the cache has an entry for, and the address being
+/// tested against the glob.
+#[derive(Default)]
+struct Tally {
+    ends: Vec<u32>,
+    present: usize,
+    display: String,
 }
 
 /// A note a listing must read: its path in its home's path text, where its name starts, and
@@ -1534,21 +1576,11 @@ pub(crate) fn walk_files(
     .map(drop)
 }
 
-/// What [`walk_each`] hands over for every note file: its directory's handle, its path in the
-/// home (`a/b.md`; the text is only borrowed), where its name starts in that path, and its
-/// `lstat` when asked for (`None`: not asked, or vanished meanwhile).
-pub(crate) type WalkSink<'s> = dyn FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + 's;
+pub(crate) use walk::{HomeWalk, WalkSink, for_each_parallel, walk_homes};
 
-/// Walk the note files under `dir` (at `rel`), calling `sink` for each: regular files named
-/// `*.md` with UTF-8 names, in directories with UTF-8 names, symlinks never followed (a
-/// subdirectory swapped for a symlink while walking is skipped, like every symlink) — the
-/// definition of which files are notes (listing and the boot index walk with it; search's
-/// workers apply the same rule). With `with_stat`, every file is `lstat`ed. With a metadata
-/// cache (whole homes only, `rel` empty), a directory whose cached listing is still valid for
-/// its `stat` (see
-/// `HomeCache::listing`) is not listed again: it is reached through a path handle and the
-/// names of its cached listing are `lstat`ed (a name that is gone or no longer a regular file
-/// is skipped). Same files as without the cache; returns what the cache should remember.
+/// Walk the note files under `dir` (at `rel`), calling `sink` for each (see
+/// [`walk::walk_homes`], which walks several homes at once): returns what the cache should
+/// remember.
 pub(crate) fn walk_each(
     dir: Arc<Dir>,
     rel: &str,
@@ -1556,22 +1588,15 @@ pub(crate) fn walk_each(
     cache: Option<&HomeCache>,
     sink: &mut WalkSink<'_>,
 ) -> Result<DirsSeen, confine::Error> {
-    let mut walk = Walk {
+    walk_homes(vec![HomeWalk {
+        dir,
+        rel: rel.to_owned(),
         with_stat,
         cache,
-        seen: DirsSeen::default(),
-        path: String::from(rel),
-    };
-    walk.dir(dir, true, sink)?;
-    Ok(walk.seen)
-}
-
-struct Walk<'c> {
-    with_stat: bool,
-    cache: Option<&'c HomeCache>,
-    seen: DirsSeen,
-    /// The path of the directory being walked, relative to the home (reused for its files).
-    path: String,
+        sink,
+    }])
+    .pop()
+    .unwrap_or_else(|| Ok(DirsSeen::default()))
 }
 
 /// Append `name` to the directory path `path` (emptiness: the home itself); returns where
@@ -1582,138 +1607,6 @@ fn push_name(path: &mut String, name: &str) -> usize {
     }
     path.push_str(name);
     path.len() - name.len()
-}
-
-impl Walk<'_> {
-    /// Walk `dir` (at `self.path` in the home). `listable`: whether `dir` can be listed as it
-    /// is (a path handle from `Dir::child_handle` cannot).
-    fn dir(
-        &mut self,
-        dir: Arc<Dir>,
-        listable: bool,
-        sink: &mut WalkSink<'_>,
-    ) -> Result<(), confine::Error> {
-        let base = self.path.len();
-        // The directory's own `stat`, taken before it is listed: a change made while it is
-        // listed gives it a newer `stat` than the one the listing is remembered under.
-        let own_stat = match self.cache {
-            Some(_) => Some(FileStat::of_stat(&dir.stat_self()?)),
-            None => None,
-        };
-        let cached = match (self.cache, &own_stat) {
-            (Some(cache), Some(stat)) => cache.listing(&self.path, stat),
-            _ => None,
-        };
-        let mut subdirs: Vec<String> = Vec::new();
-        if let Some((record, listing)) = cached {
-            self.seen.trusted.push(record);
-            let mut failed = None;
-            let path = &mut self.path;
-            listing.for_each(|is_dir, name| {
-                if failed.is_some() {
-                    return;
-                }
-                if is_dir {
-                    subdirs.push(name.to_owned());
-                    return;
-                }
-                match dir.lstat(OsStr::new(name)) {
-                    Ok(Some(s))
-                        if rustix::fs::FileType::from_raw_mode(s.st_mode)
-                            == rustix::fs::FileType::RegularFile =>
-                    {
-                        let name_at = push_name(path, name);
-                        sink(&dir, path, name_at, Some(FileStat::of_stat(&s)));
-                        path.truncate(base);
-                    }
-                    Ok(_) => {} // vanished or replaced since the listing: changing now
-                    Err(e) => failed = Some(e),
-                }
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
-            for name in subdirs {
-                match dir.child_handle(OsStr::new(&name)) {
-                    Ok(Some(sub)) => {
-                        push_name(&mut self.path, &name);
-                        let walked = self.dir(Arc::new(sub), false, sink);
-                        self.path.truncate(base);
-                        walked?;
-                    }
-                    Ok(None) => {}
-                    Err(e) if e.kind == confine::Kind::Symlink => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            return Ok(());
-        }
-        let dir = if listable {
-            dir
-        } else {
-            Arc::new(dir.listable()?)
-        };
-        let mut listing = own_stat.map(|stat| Listing {
-            stat,
-            ..Listing::default()
-        });
-        let with_stat = self.with_stat;
-        let path = &mut self.path;
-        // Names and kinds come from this directory's own handle; each file's `lstat` goes
-        // through the same handle (no path walked from the root again).
-        dir.for_each_entry(|name, kind| {
-            let Some(text) = name.to_str() else {
-                return Ok(()); // not addressable
-            };
-            match kind {
-                EntryKind::Dir => subdirs.push(text.to_owned()),
-                EntryKind::File if text.ends_with(".md") => {
-                    if let Some(listing) = listing.as_mut() {
-                        listing.files.push(text.to_owned());
-                    }
-                    let stat = if with_stat {
-                        match dir.lstat(name)? {
-                            Some(s) => Some(FileStat::of_stat(&s)),
-                            None => return Ok(()), // vanished since the directory was read
-                        }
-                    } else {
-                        None
-                    };
-                    let name_at = push_name(path, text);
-                    sink(&dir, path, name_at, stat);
-                    path.truncate(base);
-                }
-                _ => {}
-            }
-            Ok(())
-        })?;
-        if let Some(mut listing) = listing {
-            listing.dirs = subdirs.clone();
-            self.seen.learned.push((self.path.clone(), listing));
-        }
-        // Subdirectories are opened as path handles only when the cache may hold their
-        // listings (a handle must be reopened to be listed).
-        let cached_walk = self.cache.is_some_and(HomeCache::has_listings);
-        for name in subdirs {
-            let opened = if cached_walk {
-                dir.child_handle(OsStr::new(&name))
-            } else {
-                dir.child(OsStr::new(&name))
-            };
-            match opened {
-                Ok(Some(sub)) => {
-                    push_name(&mut self.path, &name);
-                    let walked = self.dir(Arc::new(sub), !cached_walk, sink);
-                    self.path.truncate(base);
-                    walked?;
-                }
-                Ok(None) => {}
-                Err(e) if e.kind == confine::Kind::Symlink => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Slug-named entries of `<root>/<namespace>` that may be homes (directories, and symlinks,
