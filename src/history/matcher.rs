@@ -42,7 +42,9 @@
 //! set of literals it holds and an event is a candidate when, for some query, the union over
 //! its lines holds every literal that query's rule requires for the event's kind.
 
-use regex::{Regex, RegexBuilder, bytes};
+use regex::{Regex, RegexBuilder};
+
+use super::literal::Literal;
 
 /// Characters that end a word: whitespace, controls and the characters that JSON escapes or
 /// that the document generator writes around copied text.
@@ -119,9 +121,9 @@ struct Need {
 /// The raw-line test of a query set: case-insensitive literals, each a bit of a line mask.
 #[derive(Debug)]
 pub struct Prefilter {
-    literals: Vec<(String, bytes::Regex)>,
+    literals: Vec<(String, Literal)>,
     /// The `nestedCalls` probe, when some query's nested rule differs from its plain one.
-    nested: Option<bytes::Regex>,
+    nested: Option<Literal>,
     queries: Vec<Need>,
     /// Every literal bit.
     all: u64,
@@ -287,7 +289,7 @@ pub fn phrases(query: &str, nested: bool) -> Vec<String> {
 impl Prefilter {
     /// `None` when no query requires any literal under any rule (everything may match).
     fn new(queries: &[String]) -> Option<Prefilter> {
-        let mut literals: Vec<(String, bytes::Regex)> = Vec::new();
+        let mut literals: Vec<(String, Literal)> = Vec::new();
         // The bit of `literal`, compiling it when new; `None` when it cannot be tracked
         // (requiring fewer literals is still sound).
         let mut bit = |literal: &str, add: bool| -> Option<u64> {
@@ -297,12 +299,8 @@ impl Prefilter {
             if !add || literals.len() >= MAX_LITERALS {
                 return None;
             }
-            let regex = bytes::RegexBuilder::new(&regex::escape(literal))
-                .case_insensitive(true)
-                .size_limit(64 << 20)
-                .build()
-                .ok()?;
-            literals.push((literal.to_string(), regex));
+            let found = Literal::new(literal, true)?;
+            literals.push((literal.to_string(), found));
             Some(1 << (literals.len() - 1))
         };
         let mut needs = Vec::new();
@@ -335,7 +333,7 @@ impl Prefilter {
         }
         let probe = needs.iter().any(|n| n.nested != n.plain);
         let nested = if probe {
-            bytes::Regex::new("nestedCalls").ok()
+            Literal::new("nestedCalls", false)
         } else {
             // Without the probe every tool document is judged by the (equal) plain rule.
             for need in &mut needs {
@@ -357,8 +355,8 @@ impl Prefilter {
     /// other than JavaScript's own).
     pub fn line_mask(&self, line: &[u8]) -> u64 {
         let mut mask = 0u64;
-        for (bit, regex) in self.scans() {
-            if regex.is_match(line) {
+        for (bit, literal) in self.scans() {
+            if literal.is_match(line) {
                 mask |= bit;
             }
         }
@@ -382,9 +380,9 @@ impl Prefilter {
         })
     }
 
-    /// What a scan searches for: each literal's case-insensitive regex and the nested-call
-    /// probe, with the bit a hit sets.
-    pub(crate) fn scans(&self) -> impl Iterator<Item = (u64, &bytes::Regex)> {
+    /// What a scan searches for: each case-insensitive literal and the nested-call probe,
+    /// with the bit a hit sets.
+    pub(crate) fn scans(&self) -> impl Iterator<Item = (u64, &Literal)> {
         self.literals
             .iter()
             .enumerate()
@@ -396,7 +394,7 @@ impl Prefilter {
     /// memo of hits in `scan` is keyed by it): `i:` and the literal for a case-insensitive
     /// literal, `s:` and the probe for the case-sensitive nested-call probe. A change to how
     /// these regexes are built must change the memo's format version.
-    pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = (u64, String, &bytes::Regex)> {
+    pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = (u64, String, &Literal)> {
         self.literals
             .iter()
             .enumerate()

@@ -21,6 +21,7 @@
 pub mod document;
 mod flat;
 pub mod jsjson;
+mod literal;
 pub mod matcher;
 pub mod page;
 pub mod projection;

@@ -1,8 +1,10 @@
 //! The search prefilter as one scan of the file: instead of testing every event line on its
 //! own, the bytes of the event lines are read in large blocks (a thread per core for large
-//! files) and searched with each literal's case-insensitive regex (and the nested-call probe); each hit is mapped to the
-//! line holding it by byte offset, and the search goes on from that line's end (one hit per
-//! line is all a line mask needs). A line the index marks as holding an escape JavaScript
+//! files) and searched for each literal (and the nested-call probe); each hit is mapped to
+//! the line holding it by byte offset, and the search goes on from that line's end (one hit
+//! per line is all a line mask needs). The memo's scan of whole lines finds a literal's lines
+//! with [`Literal::line_hit`] (a pair of its bytes, then a check; `literal.rs`), the block
+//! scan below with the literal's regex: both find exactly the lines holding a regex match. A line the index marks as holding an escape JavaScript
 //! would not write (`Line::escapes`, found while the line was first decoded) is a "maybe"
 //! (`u64::MAX`). The result is [`Prefilter::line_mask`] of every line, up to "maybe" being
 //! given to more lines, never fewer. (One regex for all literals and the escapes was
@@ -11,8 +13,7 @@
 //!
 //! - Literals hold no `\n` (JSON escapes it, so no literal has one), so a hit never spans lines.
 
-use regex::bytes::Regex;
-
+use super::literal::Literal;
 use super::matcher::Prefilter;
 use super::projection::Projection;
 use crate::session::index::{In, Out};
@@ -124,7 +125,7 @@ pub(crate) fn line_masks_in_blocks(
     prefilter: &Prefilter,
     block: usize,
 ) -> Result<LineMasks, SessionError> {
-    let scans: Vec<(u64, &Regex)> = prefilter.scans().collect();
+    let scans: Vec<(u64, &Literal)> = prefilter.scans().collect();
     // A case-insensitive match can be up to three times longer in UTF-8 than the literal
     // (`k` matches the three-byte Kelvin sign), and must fit in one block's overlap.
     let overlap = 3 * prefilter.longest() + 8;
@@ -198,7 +199,7 @@ pub(crate) fn line_masks_in_blocks(
 
 struct Scanner<'a> {
     file: &'a SessionFile,
-    scans: &'a [(u64, &'a Regex)],
+    scans: &'a [(u64, &'a Literal)],
     table: &'a Table<'a>,
     overlap: usize,
     block: usize,
@@ -235,9 +236,9 @@ impl Scanner<'_> {
                 range: range.clone(),
             };
             // Each literal on its own: a line needs only its first hit.
-            for &(bit, regex) in self.scans {
+            for &(bit, literal) in self.scans {
                 block.each_line_hit(
-                    |hay, from| regex.find_at(hay, from).map(|m| m.start()),
+                    |hay, from| literal.regex().find_at(hay, from).map(|m| m.start()),
                     &mut found,
                     bit,
                 );
@@ -544,7 +545,7 @@ pub(crate) fn line_masks_memo_in_blocks(
     }
     let complete = end + 1;
     let stored = memo.load(&file.file, complete);
-    let scans: Vec<(u64, String, &Regex)> = prefilter.keyed_scans().collect();
+    let scans: Vec<(u64, String, &Literal)> = prefilter.keyed_scans().collect();
     // Each scan's memoised hits and where its scan must start.
     let mut starts: Vec<Vec<u64>> = Vec::with_capacity(scans.len());
     let mut from: Vec<u64> = Vec::with_capacity(scans.len());
@@ -565,8 +566,8 @@ pub(crate) fn line_masks_memo_in_blocks(
     distinct.dedup();
     for &at in &distinct {
         let group: Vec<usize> = (0..scans.len()).filter(|&k| from[k] == at).collect();
-        let regexes: Vec<&Regex> = group.iter().map(|&k| scans[k].2).collect();
-        let found = line_hits(&file.file, at, complete, &regexes, block).map_err(io_error)?;
+        let literals: Vec<&Literal> = group.iter().map(|&k| scans[k].2).collect();
+        let found = line_hits(&file.file, at, complete, &literals, block).map_err(io_error)?;
         for (k, hits) in group.into_iter().zip(found) {
             starts[k].extend(hits);
         }
@@ -613,7 +614,7 @@ pub(crate) fn line_masks_memo_in_blocks(
     Ok(LineMasks { hits: merged })
 }
 
-/// For each regex, the start of every line of `[from, to)` (`from` a line start, `to` just
+/// For each literal, the start of every line of `[from, to)` (`from` a line start, `to` just
 /// past a `\n`) holding a match, ascending: blocks of whole lines (a block grows for a longer
 /// line), in parallel ranges for large spans.
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
@@ -621,13 +622,27 @@ fn line_hits(
     file: &std::fs::File,
     from: u64,
     to: u64,
-    regexes: &[&Regex],
+    literals: &[&Literal],
     block: usize,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
     let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
+    line_hits_in_parts(file, from, to, literals, block, groups)
+}
+
+/// [`line_hits`] in `groups` ranges of about equal bytes, cut at line starts, each scanned
+/// by its own thread (tests choose the count).
+#[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
+fn line_hits_in_parts(
+    file: &std::fs::File,
+    from: u64,
+    to: u64,
+    literals: &[&Literal],
+    block: usize,
+    groups: u64,
+) -> std::io::Result<Vec<Vec<u64>>> {
     let mut cuts = vec![from];
     for g in 1..groups {
         let at = from + (to - from) * g / groups;
@@ -636,7 +651,7 @@ fn line_hits(
     }
     cuts.push(to);
     cuts.dedup();
-    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, regexes, block);
+    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block);
     let parts: Vec<std::io::Result<Vec<Vec<u64>>>> = if cuts.len() <= 2 {
         vec![scan(from, to)]
     } else {
@@ -655,7 +670,7 @@ fn line_hits(
                 .collect()
         })
     };
-    let mut out: Vec<Vec<u64>> = vec![Vec::new(); regexes.len()];
+    let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
     for part in parts {
         for (all, found) in out.iter_mut().zip(part?) {
             all.extend(found);
@@ -689,11 +704,11 @@ fn line_hits_in(
     file: &std::fs::File,
     from: u64,
     to: u64,
-    regexes: &[&Regex],
+    literals: &[&Literal],
     block: usize,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
-    let mut out: Vec<Vec<u64>> = vec![Vec::new(); regexes.len()];
+    let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
     let mut buf = vec![0u8; block.max(1)];
     let mut pos = from;
     while pos < to {
@@ -711,14 +726,15 @@ fn line_hits_in(
             }
         };
         let hay = &buf[..last + 1];
-        for (found, regex) in out.iter_mut().zip(regexes) {
+        for (found, literal) in out.iter_mut().zip(literals) {
             let mut at = 0;
-            while let Some(m) = regex.find_at(hay, at) {
-                let line = memchr::memrchr(b'\n', &hay[..m.start()]).map_or(0, |p| p + 1);
+            while at < hay.len()
+                && let Some(hit) = literal.line_hit(hay, at)
+            {
+                let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
                 found.push(pos + line as u64);
                 // One hit per line: on from the line's end.
-                at = memchr::memchr(b'\n', &hay[m.start()..])
-                    .map_or(hay.len(), |p| m.start() + p + 1);
+                at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
             }
         }
         pos += (last + 1) as u64;
@@ -746,4 +762,100 @@ pub(crate) fn forget_memo_hits(cache: &std::path::Path, session: &std::path::Pat
     }
     let complete = entries[0].covered;
     memo.store(&entries, complete);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests")]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Write;
+
+    /// The start of every line of `text` (lines end at `\n`; a last line without one is
+    /// left out, like a torn line) holding `needle` case-insensitively, by the regex.
+    fn expected(text: &[u8], needle: &Literal) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, &b) in text.iter().enumerate() {
+            if b == b'\n' {
+                if needle.regex().is_match(&text[start..i]) {
+                    out.push(start as u64);
+                }
+                start = i + 1;
+            }
+        }
+        out
+    }
+
+    /// `line_hits` of the complete lines of `text` in `groups` parts, `block` bytes a read.
+    fn scanned(text: &[u8], needles: &[&Literal], groups: u64, block: usize) -> Vec<Vec<u64>> {
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(text).unwrap();
+        let to = memchr::memrchr(b'\n', text).map_or(0, |i| i as u64 + 1);
+        line_hits_in_parts(&file, 0, to, needles, block, groups).unwrap()
+    }
+
+    #[test]
+    fn split_points_neither_lose_nor_repeat_a_hit() {
+        // Two equal halves: the cut falls inside a match in the middle line; a line starting
+        // exactly at the half; matches at the first and last bytes; a torn last line with a
+        // match that must not count.
+        let needle = Literal::new("Quokka-7731", true).unwrap();
+        let half = "x quokka-7731 ".len() + "QUOKKA-7731 y\n".len();
+        for text in [
+            format!(
+                "x quokka-7731 {}\n{}",
+                "a".repeat(half - 15),
+                "QUOKKA-7731 y\n"
+            ),
+            format!(
+                "{}\n{}",
+                "b".repeat(half - 1),
+                "quokka-7731\nzz\nquokka-7731"
+            ),
+            format!("quokka-7731{}quokka-7731\nquokka-7731\n", "c".repeat(40)),
+            format!(
+                "{}quokka-7731{}\nquokka-7731 torn",
+                "d".repeat(20),
+                "e".repeat(20)
+            ),
+        ] {
+            let want = expected(text.as_bytes(), &needle);
+            assert!(!want.is_empty());
+            for groups in 1..=6 {
+                for block in [1, 5, 16, 4096] {
+                    let got = scanned(text.as_bytes(), &[&needle], groups, block);
+                    assert_eq!(got[0], want, "{text:?}, {groups} parts, block {block}");
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_split_finds_the_lines_of_a_serial_scan(
+            pieces in prop::collection::vec(
+                prop_oneof![
+                    Just("ab"), Just("AB "), Just("aB\n"), Just("\n"), Just("ſ"), Just("b"),
+                    Just("zz"), Just("é"), Just("K"), Just("\u{212a}")
+                ],
+                0..80,
+            ),
+            groups in 1u64..7,
+            block in 1usize..64,
+        ) {
+            let text: String = pieces.concat();
+            let needles: Vec<Literal> = ["ab b", "ab", "sk", "zab", "é a", "bk"]
+                .iter()
+                .map(|q| Literal::new(q, true).unwrap())
+                .collect();
+            let refs: Vec<&Literal> = needles.iter().collect();
+            let got = scanned(text.as_bytes(), &refs, groups, block);
+            for (needle, hits) in needles.iter().zip(&got) {
+                prop_assert_eq!(hits, &expected(text.as_bytes(), needle));
+            }
+        }
+    }
 }

@@ -1,0 +1,372 @@
+//! One prefilter literal as a fast line test: which lines of a buffer hold a match of the
+//! literal's regex (case-insensitive by Unicode simple case folding, or exact), answered
+//! without running the regex over every byte.
+//!
+//! How. Two bytes of the literal that every match holds at a fixed distance (the *pair*:
+//! the rarest two of its longest run of *plain* characters — ASCII other than `k` and `s`,
+//! whose only case variants are their ASCII upper and lower case) are looked for together,
+//! 64 positions at a time, comparing each haystack byte folded to lower case (`| 0x20` for a
+//! letter) with the pair's. A candidate is then confirmed:
+//! - an ASCII literal: the bytes around the pair equal the literal ignoring ASCII case (then
+//!   they are a match); if they do not, the line can still hold a match only through a
+//!   non-ASCII case variant (`ſ` for `s`, the Kelvin sign for `k`), so when a byte ≥ 0x80
+//!   lies within reach of the candidate the whole line is tested with the regex;
+//! - any other literal: the whole line is tested with the regex.
+//!
+//! Either way the answer for the line is decided and the search goes on after it, so each
+//! line is tested by the regex at most once. Every line holding a match holds the pair, so
+//! no line is lost; every line reported holds a match, so none is added: the line hits are
+//! exactly the regex's (the memo of hits depends on that; the prefilter proptest compares
+//! both with a regex scan). A literal with no plain character is searched with its regex.
+//! (The regex's own search of a short case-insensitive literal tries many case variants of
+//! its first bytes, and was measured about three times slower than this on session text.)
+
+use regex::bytes::{Regex, RegexBuilder};
+
+/// Positions tested at once by the pair search.
+const LANES: usize = 64;
+
+/// A literal and how to find the lines holding it.
+#[derive(Debug)]
+pub struct Literal {
+    regex: Regex,
+    pair: Option<Pair>,
+}
+
+/// Two bytes every match holds `distance` bytes apart, and how to confirm a candidate.
+#[derive(Debug)]
+struct Pair {
+    /// The first byte (folded to lower case when `mask1` is `0x20`) and its OR mask.
+    byte1: u8,
+    mask1: u8,
+    byte2: u8,
+    mask2: u8,
+    distance: usize,
+    /// The literal's bytes (folded to lower case when case-insensitive), when they are
+    /// ASCII: a candidate is then confirmed by comparing them at `offset` before the pair.
+    ascii: Option<Vec<u8>>,
+    /// Byte offset of the pair's first byte in the literal.
+    offset: usize,
+    /// Case-insensitive: an ASCII mismatch may hide a match through a non-ASCII variant.
+    fold: bool,
+}
+
+impl Literal {
+    /// The literal `text`, matched case-insensitively when `fold` (Unicode simple case
+    /// folding, the regex crate's `(?i)`), else exactly. `None` when its regex does not
+    /// compile within the size limit.
+    pub fn new(text: &str, fold: bool) -> Option<Literal> {
+        let regex = RegexBuilder::new(&regex::escape(text))
+            .case_insensitive(fold)
+            .size_limit(64 << 20)
+            .build()
+            .ok()?;
+        Some(Literal {
+            regex,
+            pair: Pair::new(text, fold),
+        })
+    }
+
+    /// The literal's regex.
+    pub fn regex(&self) -> &Regex {
+        &self.regex
+    }
+
+    /// Whether `line` (one line, no `\n`) holds a match.
+    pub fn is_match(&self, line: &[u8]) -> bool {
+        self.line_hit(line, 0).is_some()
+    }
+
+    /// A position `p ≥ at` in the first line of `hay` (lines end at `\n`) that holds a match
+    /// starting at or after `at`; `None` when no line does. `at` is a line start.
+    pub fn line_hit(&self, hay: &[u8], at: usize) -> Option<usize> {
+        match &self.pair {
+            None => self.regex.find_at(hay, at).map(|m| m.start()),
+            Some(pair) => pair.line_hit(&self.regex, hay, at),
+        }
+    }
+}
+
+/// Whether `c`'s only case variants (Unicode simple case folding) are ASCII: every ASCII
+/// character but `k` and `s` (the Kelvin sign and the long s fold to them).
+fn plain(c: char) -> bool {
+    c.is_ascii() && !matches!(c, 'k' | 'K' | 's' | 'S')
+}
+
+/// How common a byte is in session files (higher: more common), for choosing the pair:
+/// JSON punctuation, digits (ids, timestamps) and common letters first. Letters are ranked
+/// by their lower case (the search folds case).
+struct SessionRank;
+
+impl memchr::arch::all::packedpair::HeuristicFrequencyRank for SessionRank {
+    fn rank(&self, byte: u8) -> u8 {
+        const COMMON: &[u8] = b"\" :,e{}t.a0o1i2n-3s/r4h5l6d_7c8u9mfpgwybvkxjqz";
+        let byte = byte.to_ascii_lowercase();
+        match COMMON.iter().position(|&b| b == byte) {
+            Some(i) => 255 - 4 * i as u8,
+            None if byte.is_ascii_graphic() => 40,
+            None => 20,
+        }
+    }
+}
+
+impl Pair {
+    fn new(text: &str, fold: bool) -> Option<Pair> {
+        // A match would span lines (prefilter literals never hold a `\n`).
+        if text.contains('\n') {
+            return None;
+        }
+        // The longest run of characters with a fixed byte form (plain, or any character
+        // when matching exactly), as a byte range of `text`.
+        let fixed = |c: char| !fold || plain(c);
+        let mut best = (0, 0);
+        let mut start = None;
+        for (i, c) in text
+            .char_indices()
+            .chain(std::iter::once((text.len(), '\n')))
+        {
+            let inside = i < text.len() && fixed(c);
+            match (inside, start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    if i - s > best.1 - best.0 {
+                        best = (s, i);
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        let run = &text.as_bytes()[best.0..best.1];
+        if run.is_empty() {
+            return None;
+        }
+        let lower: Vec<u8> = if fold {
+            run.to_ascii_lowercase()
+        } else {
+            run.to_vec()
+        };
+        let (i1, i2) = match memchr::arch::all::packedpair::Pair::with_ranker(&lower, SessionRank) {
+            Some(p) => {
+                let (a, b) = (usize::from(p.index1()), usize::from(p.index2()));
+                (a.min(b), a.max(b))
+            }
+            // One byte: the pair is that byte twice, at distance 0.
+            None => (0, 0),
+        };
+        let mask = |b: u8| {
+            if fold && b.is_ascii_alphabetic() {
+                0x20
+            } else {
+                0
+            }
+        };
+        let ascii = text.is_ascii().then(|| {
+            if fold {
+                text.as_bytes().to_ascii_lowercase()
+            } else {
+                text.as_bytes().to_vec()
+            }
+        });
+        Some(Pair {
+            byte1: lower[i1],
+            mask1: mask(lower[i1]),
+            byte2: lower[i2],
+            mask2: mask(lower[i2]),
+            distance: i2 - i1,
+            ascii,
+            offset: best.0 + i1,
+            fold,
+        })
+    }
+
+    /// [`Literal::line_hit`] through the pair.
+    fn line_hit(&self, regex: &Regex, hay: &[u8], at: usize) -> Option<usize> {
+        let mut from = at;
+        loop {
+            let y = self.candidate(hay, from)?;
+            if let Some(literal) = &self.ascii {
+                // Equal bytes hold no `\n` (the literal has none): a match in one line.
+                let equal = y.checked_sub(self.offset).is_some_and(|s| {
+                    s >= at
+                        && hay.get(s..s + literal.len()).is_some_and(|w| {
+                            if self.fold {
+                                w.eq_ignore_ascii_case(literal)
+                            } else {
+                                w == literal.as_slice()
+                            }
+                        })
+                });
+                if equal {
+                    return Some(y);
+                }
+                // A variant of `k` or `s` takes at most three bytes.
+                let near = y.saturating_sub(3 * self.offset).max(at)
+                    ..(y + 3 * (literal.len() - self.offset)).min(hay.len());
+                if !self.fold || hay[near].is_ascii() {
+                    from = y + 1;
+                    continue;
+                }
+            }
+            // The line holding the candidate (from `at`), tested whole.
+            let begin = memchr::memrchr(b'\n', &hay[at..y]).map_or(at, |i| at + i + 1);
+            let end = memchr::memchr(b'\n', &hay[y..]).map_or(hay.len(), |i| y + i);
+            if regex.is_match(&hay[begin..end]) {
+                return Some(y);
+            }
+            // This line is decided: on after it.
+            from = end + 1;
+            if from >= hay.len() {
+                return None;
+            }
+        }
+    }
+
+    /// The first position `y ≥ from` with `hay[y]` and `hay[y + distance]` the pair's bytes
+    /// (folded).
+    fn candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
+        let d = self.distance;
+        if hay.len() <= d {
+            return None;
+        }
+        // Positions `y` in `from..last` have `y + d < hay.len()`.
+        let last = hay.len() - d;
+        let (b1, m1, b2, m2) = (self.byte1, self.mask1, self.byte2, self.mask2);
+        let mut y = from;
+        while y + LANES <= last {
+            let first: &[u8; LANES] = hay[y..y + LANES].try_into().ok()?;
+            let second: &[u8; LANES] = hay[y + d..y + d + LANES].try_into().ok()?;
+            let lanes = pair_lanes(first, second, [b1, m1, b2, m2]);
+            if lanes != 0 {
+                return Some(y + lanes.trailing_zeros() as usize);
+            }
+            y += LANES;
+        }
+        (y..last).find(|&y| (hay[y] | m1) == b1 && (hay[y + d] | m2) == b2)
+    }
+}
+
+/// The lanes `k` (bits of the result) where `first[k] | m1 == b1` and
+/// `second[k] | m2 == b2`, for `[b1, m1, b2, m2]`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn pair_lanes(first: &[u8; LANES], second: &[u8; LANES], [b1, m1, b2, m2]: [u8; 4]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    let [b1, m1, b2, m2] = [b1, m1, b2, m2].map(|b| i8::from_ne_bytes([b]));
+    let mut lanes = 0u64;
+    for at in (0..LANES).step_by(16) {
+        // SAFETY: SSE2 is part of the x86-64 baseline, so its instructions always exist;
+        // `at + 16 <= LANES`, the length of both arrays, and unaligned loads are allowed.
+        let mask = unsafe {
+            let a = _mm_loadu_si128(first.as_ptr().add(at).cast::<__m128i>());
+            let b = _mm_loadu_si128(second.as_ptr().add(at).cast::<__m128i>());
+            _mm_movemask_epi8(_mm_and_si128(
+                _mm_cmpeq_epi8(_mm_or_si128(a, _mm_set1_epi8(m1)), _mm_set1_epi8(b1)),
+                _mm_cmpeq_epi8(_mm_or_si128(b, _mm_set1_epi8(m2)), _mm_set1_epi8(b2)),
+            ))
+        };
+        lanes |= u64::from(mask as u16) << at;
+    }
+    lanes
+}
+
+/// [`pair_lanes`] without SIMD instructions.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn pair_lanes(first: &[u8; LANES], second: &[u8; LANES], [b1, m1, b2, m2]: [u8; 4]) -> u64 {
+    let mut lanes = 0u64;
+    for k in 0..LANES {
+        if (first[k] | m1) == b1 && (second[k] | m2) == b2 {
+            lanes |= 1 << k;
+        }
+    }
+    lanes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line starts of `hay` holding a match, by the regex and by the literal.
+    fn both(literal: &Literal, hay: &[u8]) -> (Vec<usize>, Vec<usize>) {
+        let line_of = |p: usize| memchr::memrchr(b'\n', &hay[..p]).map_or(0, |i| i + 1);
+        let next = |p: usize| memchr::memchr(b'\n', &hay[p..]).map_or(hay.len(), |i| p + i + 1);
+        let mut by_regex = Vec::new();
+        let mut at = 0;
+        while let Some(m) = literal.regex.find_at(hay, at) {
+            by_regex.push(line_of(m.start()));
+            at = next(m.start());
+        }
+        let mut by_pair = Vec::new();
+        let mut at = 0;
+        while at < hay.len()
+            && let Some(p) = literal.line_hit(hay, at)
+        {
+            by_pair.push(line_of(p));
+            at = next(p);
+        }
+        (by_regex, by_pair)
+    }
+
+    #[test]
+    fn only_k_and_s_have_non_ascii_case_variants_among_ascii_characters() {
+        // The pair rests on this: a plain character's matches are its ASCII cases.
+        let others: String = (0x80..=0x10FFFFu32).filter_map(char::from_u32).collect();
+        let variants: Vec<char> = (0u8..128)
+            .map(char::from)
+            .filter(|c| {
+                RegexBuilder::new(&regex::escape(&c.to_string()))
+                    .case_insensitive(true)
+                    .build()
+                    .unwrap()
+                    .is_match(others.as_bytes())
+            })
+            .collect();
+        assert_eq!(variants, ['K', 'S', 'k', 's']);
+        assert!(variants.iter().all(|&c| !plain(c)));
+    }
+
+    #[test]
+    fn line_hits_are_exactly_the_regexs() {
+        let hay = "alpha Unseen Thing\nnothing here\nunseen thing at the end\n\
+                   UNſEEN THING\nun\u{17f}een thin\nxx unseen thingy\nthe KELVIN \u{212a}elvin\n\
+                   caf\u{e9} CAF\u{c9}\nnestedCalls NESTEDCALLS\nunseen thin";
+        for (q, fold) in [
+            ("unseen thing", true),
+            ("kelvin", true),
+            ("café", true),
+            ("s", true),
+            ("k", true),
+            ("ks", true),
+            ("thing", true),
+            ("n", true),
+            ("nestedCalls", false),
+            ("g\nu", true),
+            ("unseen thin", true),
+        ] {
+            let literal = Literal::new(q, fold).unwrap();
+            let (by_regex, by_pair) = both(&literal, hay.as_bytes());
+            assert_eq!(by_regex, by_pair, "{q:?}");
+        }
+        let (by_regex, _) = both(&Literal::new("unſeen", true).unwrap(), hay.as_bytes());
+        assert_eq!(by_regex.len(), 6);
+    }
+
+    #[test]
+    fn long_haystacks_find_every_line_in_every_lane() {
+        // A match at every offset of the 64-position step, near and across line ends.
+        let literal = Literal::new("Quokka-77", true).unwrap();
+        for pad in 0..140 {
+            let mut hay = vec![b'x'; pad];
+            hay.extend_from_slice(b"QUOKKA-77\n");
+            hay.extend(std::iter::repeat_n(b'y', 40));
+            hay.extend_from_slice(b"quokka-7\n7 quokka-77");
+            let (by_regex, by_pair) = both(&literal, &hay);
+            assert_eq!(by_regex, by_pair, "pad {pad}");
+            assert_eq!(by_pair.len(), 2);
+        }
+    }
+}
