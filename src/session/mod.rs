@@ -677,22 +677,11 @@ pub(crate) struct Decoded {
     pub skipped: u64,
     /// Lines so far (blank ones included): the next line's number minus one.
     pub lines: u64,
-    /// When asked for ([`Decoded::encoding`]): the index's skeleton chunks of `entries`,
-    /// encoded by the decode threads as they go (one chunk per thread).
-    pub skeleton: Option<Vec<Vec<u8>>>,
 }
 
 impl Decoded {
     pub(crate) fn empty() -> Decoded {
         Decoded::default()
-    }
-
-    /// Nothing decoded yet, and the skeleton of what will be is to be encoded.
-    pub(crate) fn encoding() -> Decoded {
-        Decoded {
-            skeleton: Some(Vec::new()),
-            ..Decoded::default()
-        }
     }
 }
 
@@ -719,18 +708,15 @@ pub(crate) fn decode_range(
         .min(8);
     let chunks = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
     let bounds = chunk_bounds(file, from, to, chunks).map_err(io_error)?;
-    let encode = so_far.skeleton.is_some();
     let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-        vec![decode_chunk(
-            file, size, bounds[0], bounds[1], line_test, encode,
-        )]
+        vec![decode_chunk(file, size, bounds[0], bounds[1], line_test)]
     } else {
         std::thread::scope(|scope| {
             let handles: Vec<_> = bounds
                 .windows(2)
                 .map(|w| {
                     let (from, to) = (w[0], w[1]);
-                    scope.spawn(move || decode_chunk(file, size, from, to, line_test, encode))
+                    scope.spawn(move || decode_chunk(file, size, from, to, line_test))
                 })
                 .collect();
             handles
@@ -770,11 +756,6 @@ pub(crate) fn decode_range(
         for entry in &mut chunk.entries {
             entry.line_no += so_far.lines;
         }
-        if let (Some(back), Some(part)) = (&mut so_far.skeleton, chunk.skeleton.take())
-            && !part.is_empty()
-        {
-            back.push(part.place(so_far.lines));
-        }
         so_far.lines += chunk.line_count;
         if so_far.entries.is_empty() {
             // The first chunk's vectors (reserved for the whole range) take the others'.
@@ -811,8 +792,6 @@ struct Chunk {
     malformed: u64,
     /// Every line of the chunk, blank ones included.
     line_count: u64,
-    /// The skeleton of `entries` (line numbers from the chunk's first line), when asked for.
-    skeleton: Option<index::Framed>,
 }
 
 /// Up to `chunks + 1` file offsets: `from`, the starts of lines near each
@@ -855,7 +834,6 @@ fn decode_chunk(
     from: u64,
     to: u64,
     line_test: &LineTest<'_>,
-    encode: bool,
 ) -> std::io::Result<Chunk> {
     // Positioned reads: chunks share one descriptor but never its file offset.
     let mut reader = LineReader::new(PositionedReader {
@@ -874,7 +852,6 @@ fn decode_chunk(
         first_session: None,
         malformed: 0,
         line_count: 0,
-        skeleton: None,
     };
     while let Some((offset, body)) = reader.next_line()? {
         chunk.line_count += 1;
@@ -927,9 +904,6 @@ fn decode_chunk(
         if !parsed {
             chunk.malformed += 1;
         }
-    }
-    if encode {
-        chunk.skeleton = Some(index::encode_skeleton(&chunk.entries));
     }
     Ok(chunk)
 }
@@ -1304,19 +1278,6 @@ mod tests {
             assert_eq!(entry.id.as_deref(), Some(format!("e{i}").as_str()));
             let line = lines[entry.line_no as usize - 1];
             assert_eq!(session.raw_line(i).unwrap(), line.as_bytes());
-        }
-        // The index built from the chunks (each thread encodes its own skeleton chunk, its
-        // line numbers moved on once the lines before it are counted) reads back the same.
-        let cache = tempfile::tempdir().unwrap();
-        let mode = IndexMode::In {
-            dir: cache.path(),
-            now: std::time::SystemTime::UNIX_EPOCH,
-        };
-        for expected_use in [IndexUse::Built, IndexUse::Reused] {
-            let (indexed, _, used) = Session::open_indexed(file.path(), None, &mode).unwrap();
-            assert_eq!(used, expected_use);
-            assert_eq!(indexed.entries, session.entries);
-            assert_eq!(indexed.skipped_lines, session.skipped_lines);
         }
     }
 
