@@ -319,6 +319,8 @@ struct Walked {
     present: usize,
     /// Files ranked from the cache.
     note_files: usize,
+    /// Where to look first in the cache for the next file (`HomeCache::get_near`).
+    near: usize,
 }
 
 impl Walked {
@@ -332,6 +334,7 @@ impl Walked {
             conflicts: Vec::new(),
             present: 0,
             note_files: 0,
+            near: 0,
         }
     }
 
@@ -368,7 +371,7 @@ impl Walked {
             .saturating_mul(1000)
             .saturating_add(stat.mtime_nsec / 1_000_000);
         if let Some(cache) = cached {
-            if let Some(entry) = cache.get(rel, &stat) {
+            if let Some(entry) = cache.get_near(rel, &stat, &mut self.near) {
                 self.present += 1;
                 // Ranked from the cached block: exactly what reading its head would give.
                 self.note_files += 1;
@@ -424,6 +427,7 @@ impl Walked {
             conflicts,
             present,
             note_files,
+            ..
         } = self;
         let mut home = HomeSnapshot {
             note_files,

@@ -459,6 +459,30 @@ impl HomeCache {
         (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
     }
 
+    /// [`HomeCache::get`], first trying the record after `next` (where the last call found
+    /// one; updated): a walk hands over a directory's files in the order of its listing,
+    /// which is sorted, so they are mostly in consecutive records (the file's records are
+    /// sorted by path) and a hit costs no hash lookup and no jump through the loaded file.
+    pub fn get_near(&self, vpath: &str, stat: &FileStat, next: &mut usize) -> Option<EntryRef<'_>> {
+        let key = vpath.as_bytes();
+        let i = *next;
+        let at = match self.records.get(i) {
+            Some(r)
+                if self.learned.is_empty()
+                    && &self.bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize] == key
+                    && !self.is_dropped(i) =>
+            {
+                Some(i)
+            }
+            _ if self.learned.is_empty() => self.record(vpath),
+            _ => return self.get(vpath, stat),
+        };
+        let i = at?;
+        *next = i + 1;
+        let entry = EntryRef::Raw(self.body_of(i));
+        (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
+    }
+
     /// The entry of `vpath` without checking it: only for an entry [`HomeCache::get`] vouched
     /// for earlier in this command (a listing decodes it again to build a row).
     pub fn entry_of(&self, vpath: &str) -> Option<EntryRef<'_>> {
@@ -1140,6 +1164,60 @@ mod tests {
             later.get("b.md", &racy).is_none(),
             "an unchecked racy entry became trusted"
         );
+    }
+
+    #[test]
+    fn get_near_answers_as_get_whatever_the_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        let mut cache = HomeCache::load(dir.path(), &root, &root.join("human"));
+        let keys: Vec<String> = (0..12u64)
+            .map(|n| format!("d{}/n{}.md", n % 3, n))
+            .collect();
+        for (n, key) in keys.iter().enumerate() {
+            cache.insert(key.clone(), entry(n as u64));
+        }
+        cache.save();
+        let mut cache = HomeCache::load(dir.path(), &root, &root.join("human"));
+        let mut probes: Vec<(String, FileStat)> = keys
+            .iter()
+            .enumerate()
+            .flat_map(|(n, k)| {
+                [
+                    (k.clone(), entry(n as u64).stat),
+                    (k.clone(), entry(99).stat),
+                ]
+            })
+            .collect();
+        probes.push(("missing.md".into(), entry(1).stat));
+        let check = |cache: &HomeCache, probes: &[(String, FileStat)], label: &str| {
+            for (key, stat) in probes {
+                for hint in 0..cache.records.len() + 2 {
+                    let mut next = hint;
+                    let near = cache.get_near(key, stat, &mut next).map(|e| e.stat());
+                    assert_eq!(
+                        near,
+                        cache.get(key, stat).map(|e| e.stat()),
+                        "{label} {key} {hint}"
+                    );
+                    if near.is_some() && cache.learned.is_empty() {
+                        assert_eq!(
+                            cache.key_of(next - 1),
+                            key,
+                            "{label}: the hint follows the hit"
+                        );
+                    }
+                }
+            }
+        };
+        check(&cache, &probes, "loaded");
+        // A forgotten record, then a learned entry that shadows another.
+        let keep: FxHashSet<&str> = keys[1..].iter().map(String::as_str).collect();
+        cache.retain_seen(&keep);
+        check(&cache, &probes, "dropped");
+        cache.insert(keys[5].clone(), entry(77));
+        probes.push((keys[5].clone(), entry(77).stat));
+        check(&cache, &probes, "learned");
     }
 
     #[test]

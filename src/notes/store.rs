@@ -1064,7 +1064,7 @@ impl HomePart {
             let end = paths.len() as u32;
             tally.ends.push(end);
             let entry = match (cached, &stat) {
-                (Some(cache), Some(stat)) => cache.get(rel, stat),
+                (Some(cache), Some(stat)) => cache.get_near(rel, stat, &mut tally.near),
                 _ => None,
             };
             if entry.is_some() || cached.is_some_and(|c| c.contains(rel)) {
@@ -1133,6 +1133,8 @@ struct Tally {
     ends: Vec<u32>,
     present: usize,
     display: String,
+    /// Where to look first in the cache for the next file (`HomeCache::get_near`).
+    near: usize,
 }
 
 /// A note a listing must read: its path in its home's path text, where its name starts, and

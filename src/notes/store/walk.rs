@@ -459,10 +459,16 @@ impl<'w> Pool<'w> {
                     }
                     Ok(())
                 })?;
-                let learned = own_stat.map(|stat| Listing {
-                    stat,
-                    dirs: self::names(subdirs, sub_ends),
-                    files: self::names(names, ends),
+                let learned = own_stat.map(|stat| {
+                    // Sorted, so that walking the cached listing later meets the files in the
+                    // order of their cache records (`HomeCache::get_near`).
+                    let mut files = self::names(names, ends);
+                    files.sort_unstable();
+                    Listing {
+                        stat,
+                        dirs: self::names(subdirs, sub_ends),
+                        files,
+                    }
                 });
                 let stat = if info.with_stat {
                     Stat::Listed
