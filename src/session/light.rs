@@ -417,8 +417,12 @@ impl<'a> Parser<'a> {
         if escaped {
             return Err(Stop::Unsure);
         }
-        // Checked by `string` already; short.
-        std::str::from_utf8(raw).map(Some).map_err(|_| Stop::Bad)
+        debug_assert!(std::str::from_utf8(raw).is_ok());
+        // SAFETY: `string` accepted `raw`, so it is valid UTF-8: its ASCII bytes are, and it
+        // checked every run of non-ASCII bytes (sequences hold no ASCII byte, so the runs
+        // are whole sequences). Checking again cost ≈ 4 % of a cold read's instructions (one
+        // call per extracted field).
+        Ok(Some(unsafe { std::str::from_utf8_unchecked(raw) }))
     }
 
     fn loose_string(&mut self) -> R<Option<String>> {
