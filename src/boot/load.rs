@@ -10,7 +10,7 @@
 use std::cmp::Ordering;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -103,81 +103,76 @@ pub fn load_snapshot_cached(
     let root_cache = cache_dir.map(|dir| root_cache_dir(dir, &layout.root));
     let root_cache = root_cache.as_deref();
     let root = &layout.root;
-    // Each home's cache is loaded and its directory opened, a few homes at once.
-    let prepared: Vec<Prepared> = store::for_each_parallel(LOAD_ORDER.to_vec(), |kind| {
-        let cache = root_cache.map(|c| HomeCache::load(c, root, &layout.home_dir(kind)));
-        let opened = open_home_dir(root, &layout.home_components(kind)).map(|d| d.map(Arc::new));
-        (cache, opened)
-    });
     let prefixes: Vec<String> = LOAD_ORDER.iter().map(|&k| layout.prefix(k)).collect();
     // One walk of all five homes (shared by a few threads, balanced by directory, so a home
-    // holding most notes does not leave a core idle); each note is looked at as it comes.
+    // holding most notes does not leave a core idle); each home's cache is loaded, and its
+    // directory opened, by the worker that reaches it first while the others walk; each note
+    // is looked at as it comes.
+    let cells: Vec<OnceLock<Option<HomeCache>>> =
+        LOAD_ORDER.iter().map(|_| OnceLock::new()).collect();
     let mut walked: Vec<Walked> = LOAD_ORDER.iter().map(|k| Walked::new(k.cap())).collect();
-    let mut seen: Vec<Option<Result<DirsSeen, crate::confine::Error>>> =
-        LOAD_ORDER.iter().map(|_| None).collect();
-    {
+    let results = {
         let mut sinks: Vec<_> = walked
             .iter_mut()
-            .zip(&prepared)
+            .zip(&cells)
             .zip(&prefixes)
             .zip(LOAD_ORDER)
-            .map(|(((walked, (cache, _)), prefix), kind)| {
-                let cached = cache.as_ref();
+            .map(|(((walked, cell), prefix), kind)| {
                 let cap = kind.cap();
                 move |dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>| {
+                    let cached = cell.get().and_then(Option::as_ref);
                     walked.found(cached, prefix, cap, opened_at_ms, dir, rel, name_at, stat);
                 }
             })
             .collect();
-        let mut jobs = Vec::new();
-        let mut which = Vec::new();
-        for (i, sink) in sinks.iter_mut().enumerate() {
-            if let (cache, Ok(Some(dir))) = &prepared[i] {
-                jobs.push(store::HomeWalk {
-                    dir: Arc::clone(dir),
-                    rel: String::new(),
-                    with_stat: true,
-                    cache: cache.as_ref(),
-                    sink,
+        let jobs = sinks
+            .iter_mut()
+            .zip(&cells)
+            .zip(LOAD_ORDER)
+            .map(|((sink, cell), kind)| {
+                let prepare: store::walk::Prepare<'_> = Box::new(move || {
+                    let _ = cell
+                        .set(root_cache.map(|c| HomeCache::load(c, root, &layout.home_dir(kind))));
+                    store::open_home(root, &layout.home_components(kind)).map(|d| d.map(Arc::new))
                 });
-                which.push(i);
-            }
-        }
-        for (i, result) in which.into_iter().zip(store::walk_homes(jobs)) {
-            seen[i] = Some(result);
-        }
-    }
+                store::HomeWalk {
+                    start: store::walk::Start::Prepare(prepare),
+                    rel: String::new(),
+                    with_stat: store::WithStat::All,
+                    cache: store::CacheRef::Lazy(cell),
+                    sink,
+                }
+            })
+            .collect();
+        store::walk_homes(jobs)
+    };
     // Then each home reads what the cache could not vouch for (a few homes at once).
     let homes: Vec<_> = LOAD_ORDER
         .into_iter()
-        .zip(prepared)
+        .zip(cells)
         .zip(walked)
-        .zip(seen)
+        .zip(results)
         .zip(prefixes)
         .collect();
-    let loaded = store::for_each_parallel(
-        homes,
-        |((((kind, (mut cache, opened)), walked), seen), prefix)| {
-            let home = match (opened, seen) {
-                (Ok(None), _) => Ok(HomeSnapshot::default()),
-                (Err(e), _) => Err(e),
-                (Ok(Some(_)), Some(Err(e))) => Err(e.into()),
-                (Ok(Some(dir)), Some(Ok(seen))) => walked.finish(
-                    &dir,
-                    seen,
-                    &prefix,
-                    kind.cap(),
-                    opened_at_ms,
-                    cache.as_mut(),
-                ),
-                (Ok(Some(_)), None) => Ok(HomeSnapshot::default()),
-            };
-            if let (Some(cache), Ok(_)) = (&cache, &home) {
-                cache.save();
-            }
-            (kind, home)
-        },
-    );
+    let loaded = store::for_each_parallel(homes, |((((kind, cell), walked), result), prefix)| {
+        let mut cache = cell.into_inner().flatten();
+        let home = match result {
+            Ok(None) => Ok(HomeSnapshot::default()),
+            Err(e) => Err(home_error(e)),
+            Ok(Some((dir, seen))) => walked.finish(
+                &dir,
+                seen,
+                &prefix,
+                kind.cap(),
+                opened_at_ms,
+                cache.as_mut(),
+            ),
+        };
+        if let (Some(cache), Ok(_)) = (&cache, &home) {
+            cache.save();
+        }
+        (kind, home)
+    });
     let mut snapshot = Snapshot::empty(opened_at_ms);
     for (kind, result) in loaded {
         *snapshot.home_mut(kind) = match result {
@@ -191,22 +186,15 @@ pub fn load_snapshot_cached(
     snapshot
 }
 
-/// Open the home `components` under `root` without following a symlink; `None` when missing.
-fn open_home_dir<S: AsRef<std::ffi::OsStr>>(
-    root: &Path,
-    components: &[S],
-) -> io::Result<Option<Dir>> {
-    match store::open_home(root, components) {
-        Ok(d) => Ok(d),
-        Err(e) if e.kind == crate::confine::Kind::Symlink => {
-            Err(io::Error::other(format!("{HOME_IS_SYMLINK}: {e}")))
-        }
-        Err(e) => Err(e.into()),
+/// A home's failure as reported: a symlink on the way to the home (the only symlink error a
+/// walk returns; symlinks below it are skipped) carries the stable code `home_is_symlink`.
+fn home_error(e: crate::confine::Error) -> io::Error {
+    if e.kind == crate::confine::Kind::Symlink {
+        io::Error::other(format!("{HOME_IS_SYMLINK}: {e}"))
+    } else {
+        e.into()
     }
 }
-
-/// A home's cache (when there is a cache directory) and its directory (`None`: missing).
-type Prepared = (Option<HomeCache>, io::Result<Option<Arc<Dir>>>);
 
 /// One live note found while walking.
 struct Found {
@@ -283,7 +271,7 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
     now_ms: i64,
     cache: Option<&mut HomeCache>,
 ) -> io::Result<HomeSnapshot> {
-    let Some(dir) = open_home_dir(root, components)? else {
+    let Some(dir) = store::open_home(root, components).map_err(home_error)? else {
         return Ok(HomeSnapshot::default());
     };
     let home_dir = Arc::new(dir);

@@ -3,10 +3,11 @@
 //! without running the regex over every byte.
 //!
 //! How. Two bytes of the literal that every match holds at a fixed distance (the *pair*:
-//! the rarest two of its longest run of *plain* characters — ASCII other than `k` and `s`,
-//! whose only case variants are their ASCII upper and lower case) are looked for together,
-//! 64 positions at a time, comparing each haystack byte folded to lower case (`| 0x20` for a
-//! letter) with the pair's. A candidate is then confirmed:
+//! two bytes of one run of *plain* characters — ASCII other than `k` and `s`, whose only
+//! case variants are their ASCII upper and lower case — the rarest such two over all runs,
+//! by [`SessionRank`]) are looked for together, 64 positions at a time (AVX2 when the
+//! processor has it, else SSE2), comparing each haystack byte folded to lower case
+//! (`| 0x20` for a letter) with the pair's. A candidate is then confirmed:
 //! - an ASCII literal: the bytes around the pair equal the literal ignoring ASCII case (then
 //!   they are a match); if they do not, the line can still hold a match only through a
 //!   non-ASCII case variant (`ſ` for `s`, the Kelvin sign for `k`), so when a byte ≥ 0x80
@@ -19,7 +20,7 @@
 //! exactly the regex's (the memo of hits depends on that; the prefilter proptest compares
 //! both with a regex scan). A literal with no plain character is searched with its regex.
 //! (The regex's own search of a short case-insensitive literal tries many case variants of
-//! its first bytes, and was measured about three times slower than this on session text.)
+//! its first bytes, and was measured two to three times slower than this on session text.)
 
 use regex::bytes::{Regex, RegexBuilder};
 
@@ -49,6 +50,9 @@ struct Pair {
     offset: usize,
     /// Case-insensitive: an ASCII mismatch may hide a match through a non-ASCII variant.
     fold: bool,
+    /// Whether this processor has AVX2 (the candidate search then takes 32 bytes at once).
+    #[cfg(target_arch = "x86_64")]
+    avx2: bool,
 }
 
 impl Literal {
@@ -116,10 +120,10 @@ impl Pair {
         if text.contains('\n') {
             return None;
         }
-        // The longest run of characters with a fixed byte form (plain, or any character
-        // when matching exactly), as a byte range of `text`.
+        // The runs of characters with a fixed byte form (plain, or any character when
+        // matching exactly), as byte ranges of `text`.
         let fixed = |c: char| !fold || plain(c);
-        let mut best = (0, 0);
+        let mut runs: Vec<(usize, usize)> = Vec::new();
         let mut start = None;
         for (i, c) in text
             .char_indices()
@@ -129,31 +133,41 @@ impl Pair {
             match (inside, start) {
                 (true, None) => start = Some(i),
                 (false, Some(s)) => {
-                    if i - s > best.1 - best.0 {
-                        best = (s, i);
-                    }
+                    runs.push((s, i));
                     start = None;
                 }
                 _ => {}
             }
         }
-        let run = &text.as_bytes()[best.0..best.1];
-        if run.is_empty() {
-            return None;
-        }
-        let lower: Vec<u8> = if fold {
-            run.to_ascii_lowercase()
-        } else {
-            run.to_vec()
-        };
-        let (i1, i2) = match memchr::arch::all::packedpair::Pair::with_ranker(&lower, SessionRank) {
-            Some(p) => {
-                let (a, b) = (usize::from(p.index1()), usize::from(p.index2()));
-                (a.min(b), a.max(b))
+        let folded = |run: (usize, usize)| -> Vec<u8> {
+            let bytes = &text.as_bytes()[run.0..run.1];
+            if fold {
+                bytes.to_ascii_lowercase()
+            } else {
+                bytes.to_vec()
             }
-            // One byte: the pair is that byte twice, at distance 0.
-            None => (0, 0),
         };
+        // Each run's rarest pair (positions in the run), and how common its bytes are; a
+        // one-byte run is a pair at distance 0, worse than any two bytes. The rarest wins.
+        use memchr::arch::all::packedpair::HeuristicFrequencyRank;
+        let rank = |b: u8| u32::from(SessionRank.rank(b));
+        let (run, i1, i2) = runs
+            .iter()
+            .map(|&run| {
+                let lower = folded(run);
+                let (i1, i2, score) =
+                    match memchr::arch::all::packedpair::Pair::with_ranker(&lower, SessionRank) {
+                        Some(p) => {
+                            let (a, b) = (usize::from(p.index1()), usize::from(p.index2()));
+                            (a.min(b), a.max(b), rank(lower[a]) + rank(lower[b]))
+                        }
+                        None => (0, 0, 1024 + rank(lower[0])),
+                    };
+                (score, run, i1, i2)
+            })
+            .min_by_key(|&(score, ..)| score)
+            .map(|(_, run, i1, i2)| (run, i1, i2))?;
+        let lower = folded(run);
         let mask = |b: u8| {
             if fold && b.is_ascii_alphabetic() {
                 0x20
@@ -175,8 +189,10 @@ impl Pair {
             mask2: mask(lower[i2]),
             distance: i2 - i1,
             ascii,
-            offset: best.0 + i1,
+            offset: run.0 + i1,
             fold,
+            #[cfg(target_arch = "x86_64")]
+            avx2: std::arch::is_x86_feature_detected!("avx2"),
         })
     }
 
@@ -225,6 +241,30 @@ impl Pair {
     /// The first position `y ≥ from` with `hay[y]` and `hay[y + distance]` the pair's bytes
     /// (folded).
     fn candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: the processor has AVX2 (checked when the pair was made).
+            return unsafe { self.candidate_avx2(hay, from) };
+        }
+        self.candidate_in(hay, from, pair_lanes)
+    }
+
+    /// [`Pair::candidate`] with AVX2 instructions.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn candidate_avx2(&self, hay: &[u8], from: usize) -> Option<usize> {
+        // The closure is inlined here, where AVX2 is enabled.
+        self.candidate_in(hay, from, |a, b, pair| pair_lanes_avx2(a, b, pair))
+    }
+
+    /// [`Pair::candidate`], testing `LANES` positions at a time with `lanes`.
+    #[inline(always)]
+    fn candidate_in(
+        &self,
+        hay: &[u8],
+        from: usize,
+        lanes: impl Fn(&[u8; LANES], &[u8; LANES], [u8; 4]) -> u64,
+    ) -> Option<usize> {
         let d = self.distance;
         if hay.len() <= d {
             return None;
@@ -236,14 +276,41 @@ impl Pair {
         while y + LANES <= last {
             let first: &[u8; LANES] = hay[y..y + LANES].try_into().ok()?;
             let second: &[u8; LANES] = hay[y + d..y + d + LANES].try_into().ok()?;
-            let lanes = pair_lanes(first, second, [b1, m1, b2, m2]);
-            if lanes != 0 {
-                return Some(y + lanes.trailing_zeros() as usize);
+            let found = lanes(first, second, [b1, m1, b2, m2]);
+            if found != 0 {
+                return Some(y + found.trailing_zeros() as usize);
             }
             y += LANES;
         }
         (y..last).find(|&y| (hay[y] | m1) == b1 && (hay[y + d] | m2) == b2)
     }
+}
+
+/// [`pair_lanes`] with AVX2 instructions.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn pair_lanes_avx2(first: &[u8; LANES], second: &[u8; LANES], [b1, m1, b2, m2]: [u8; 4]) -> u64 {
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8,
+    };
+    let [b1, m1, b2, m2] = [b1, m1, b2, m2].map(|b| _mm256_set1_epi8(i8::from_ne_bytes([b])));
+    let mut lanes = 0u64;
+    for at in (0..LANES).step_by(32) {
+        // SAFETY: `at + 32 <= LANES`, the length of both arrays; unaligned loads are allowed.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(first.as_ptr().add(at).cast::<__m256i>()),
+                _mm256_loadu_si256(second.as_ptr().add(at).cast::<__m256i>()),
+            )
+        };
+        let mask = _mm256_movemask_epi8(_mm256_and_si256(
+            _mm256_cmpeq_epi8(_mm256_or_si256(a, m1), b1),
+            _mm256_cmpeq_epi8(_mm256_or_si256(b, m2), b2),
+        ));
+        lanes |= u64::from(mask as u32) << at;
+    }
+    lanes
 }
 
 /// The lanes `k` (bits of the result) where `first[k] | m1 == b1` and

@@ -10,7 +10,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, FixedOffset};
 
@@ -737,71 +737,77 @@ impl Store {
         let root = &self.identity.root;
         // Listings use the metadata cache (one per home) when there is a cache directory.
         let cache_root = self.cache.as_deref();
-        // Each home's cache is loaded and its directory opened, a few homes at once.
-        let opened: Vec<Option<Opened>> =
-            for_each_parallel(homes.iter().collect(), |home| -> Option<Opened> {
-                let home = home.as_ref().ok()?;
+        // One walk of all the homes (shared by a few threads, balanced by directory); each
+        // home's cache is loaded, and its directory opened, by the worker that reaches it
+        // first, while the others walk.
+        let cells: Vec<OnceLock<Option<HomeCache>>> =
+            homes.iter().map(|_| OnceLock::new()).collect();
+        let mut parts: Vec<HomePart> = homes.iter().map(|_| HomePart::default()).collect();
+        let mut tallies: Vec<Tally> = homes.iter().map(|_| Tally::default()).collect();
+        let mut results: Vec<Option<Result<walk::Walked, confine::Error>>> =
+            homes.iter().map(|_| None).collect();
+        {
+            let mut prepares: Vec<walk::Prepare<'_>> = Vec::new();
+            let mut sinks = Vec::new();
+            let mut which = Vec::new();
+            for (index, ((home, part), tally)) in homes
+                .iter()
+                .zip(parts.iter_mut())
+                .zip(tallies.iter_mut())
+                .enumerate()
+            {
+                let Ok(home) = home else {
+                    continue;
+                };
                 let (Some(dir), Some(components)) =
                     (home.dir(&self.identity), home.components(&self.identity))
                 else {
-                    return None;
+                    continue;
                 };
-                let cache = cache_root.map(|cache_dir| HomeCache::load(cache_dir, root, &dir));
-                let part = HomePart {
-                    cache,
-                    ..HomePart::default()
-                };
-                Some((part, open_home(root, &components).map(|d| d.map(Arc::new))))
-            });
-        // Then one walk of all of them (shared by a few threads, balanced by directory).
-        let mut opened: Vec<Option<(HomePart, Tally, OpenedDir)>> = opened
-            .into_iter()
-            .map(|o| o.map(|(part, dir)| (part, Tally::default(), dir)))
-            .collect();
-        let mut seen: Vec<Option<Result<DirsSeen, confine::Error>>> =
-            opened.iter().map(|_| None).collect();
-        {
-            let mut sinks = Vec::new();
-            let mut which = Vec::new();
-            for (index, entry) in opened.iter_mut().enumerate() {
-                if let Some((part, tally, Ok(Some(dir)))) = entry {
-                    part.dir = Some(Arc::clone(dir));
-                    let dir = Arc::clone(dir);
-                    let (cached, sink) = part.sink(tally, index, &prefixes[index], &plan);
-                    sinks.push((dir, cached, sink));
-                    which.push(index);
-                }
+                let cell = &cells[index];
+                prepares.push(Box::new(move || {
+                    let _ = cell.set(cache_root.map(|c| HomeCache::load(c, root, &dir)));
+                    open_home(root, &components).map(|d| d.map(Arc::new))
+                }));
+                sinks.push(part.sink(tally, CacheRef::Lazy(cell), index, &prefixes[index], &plan));
+                which.push(index);
             }
-            let jobs = sinks
-                .iter_mut()
-                .map(|(dir, cached, sink)| HomeWalk {
-                    dir: Arc::clone(dir),
+            let jobs = prepares
+                .into_iter()
+                .zip(sinks.iter_mut())
+                .zip(&which)
+                .map(|((prepare, sink), &index)| HomeWalk {
+                    start: walk::Start::Prepare(prepare),
                     rel: String::new(),
                     // An empty cache (a first listing, or a cache removed) vouches for
                     // nothing: the files are not `lstat`ed, and each learns its entry from
                     // the `fstat` of the file as opened.
-                    with_stat: cached.is_some_and(|c| !c.is_empty()),
-                    cache: *cached,
+                    with_stat: WithStat::WhenCached,
+                    cache: CacheRef::Lazy(&cells[index]),
                     sink,
                 })
                 .collect();
-            for (index, result) in which.into_iter().zip(walk_homes(jobs)) {
-                seen[index] = Some(result);
+            for (index, result) in which.iter().zip(walk_homes(jobs)) {
+                results[*index] = Some(result);
             }
         }
-        let walked: Vec<Option<WalkedHome>> = opened
+        let walked: Vec<Option<WalkedHome>> = parts
             .into_iter()
-            .zip(seen)
-            .map(|(entry, seen)| {
-                let (mut part, tally, dir) = entry?;
-                match (dir, seen) {
-                    (Err(e), _) | (_, Some(Err(e))) => Some(Err(e.kind == confine::Kind::Symlink)),
-                    (Ok(_), Some(Ok(seen))) => {
+            .zip(tallies)
+            .zip(cells)
+            .zip(results)
+            .map(|(((mut part, tally), cell), result)| {
+                let result = result?;
+                part.cache = cell.into_inner().flatten();
+                Some(match result {
+                    Err(e) => Err(e.kind == confine::Kind::Symlink),
+                    Ok(None) => Ok(part),
+                    Ok(Some((dir, seen))) => {
+                        part.dir = Some(dir);
                         part.walked(seen, tally);
-                        Some(Ok(part))
+                        Ok(part)
                     }
-                    (Ok(_), None) => Some(Ok(part)),
-                }
+                })
             })
             .collect();
         let mut parts: Vec<HomePart> = Vec::with_capacity(homes.len());
@@ -1035,30 +1041,28 @@ impl HomePart {
     /// (no handle kept), the others are kept to be read. Nothing depends on the order the
     /// files come in (hits are sorted by a total order later, files to read are read by
     /// position).
-    #[allow(clippy::type_complexity, reason = "the sink's type cannot be named")]
     fn sink<'a>(
         &'a mut self,
         tally: &'a mut Tally,
+        cache: CacheRef<'a>,
         home: usize,
         prefix: &'a str,
         plan: &'a Plan,
-    ) -> (
-        Option<&'a HomeCache>,
-        impl FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + Send + 'a,
-    ) {
+    ) -> impl FnMut(&Arc<Dir>, &str, usize, Option<FileStat>) + Send + 'a {
         let HomePart {
-            cache,
             paths,
             hits,
             unread,
             crumpled,
             ..
         } = self;
-        let cached = cache.as_ref();
-        if let Some(cache) = cached {
-            tally.ends.reserve(cache.len() + 16);
-        }
-        let sink = move |dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>| {
+        move |dir: &Arc<Dir>, rel: &str, name_at: usize, stat: Option<FileStat>| {
+            let cached = cache.get();
+            if tally.ends.is_empty()
+                && let Some(cache) = cached
+            {
+                tally.ends.reserve(cache.len() + 16);
+            }
             let at = paths.len() as u32;
             paths.push_str(rel);
             let end = paths.len() as u32;
@@ -1092,8 +1096,7 @@ impl HomePart {
                     stat,
                 }),
             }
-        };
-        (cached, sink)
+        }
     }
 
     /// After the walk: what the cache keeps of the home's directories, and forgetting the
@@ -1118,12 +1121,6 @@ impl HomePart {
         }
     }
 }
-
-/// A home's cache and directory, ready to be walked for a scan.
-type Opened = (HomePart, OpenedDir);
-
-/// A home's directory, opened without following a symlink (`None`: missing).
-type OpenedDir = Result<Option<Arc<Dir>>, confine::Error>;
 
 /// What a scan's walk counts for one home besides its part: where each walked path ends in
 /// the part's path text, how many files the cache has an entry for, and the address being
@@ -1578,7 +1575,7 @@ pub(crate) fn walk_files(
     .map(drop)
 }
 
-pub(crate) use walk::{HomeWalk, WalkSink, for_each_parallel, walk_homes};
+pub(crate) use walk::{CacheRef, HomeWalk, WalkSink, WithStat, for_each_parallel, walk_homes};
 
 /// Walk the note files under `dir` (at `rel`), calling `sink` for each (see
 /// [`walk::walk_homes`], which walks several homes at once): returns what the cache should
@@ -1590,15 +1587,21 @@ pub(crate) fn walk_each(
     cache: Option<&HomeCache>,
     sink: &mut WalkSink<'_>,
 ) -> Result<DirsSeen, confine::Error> {
-    walk_homes(vec![HomeWalk {
-        dir,
+    let with_stat = if with_stat {
+        WithStat::All
+    } else {
+        WithStat::None
+    };
+    let walked = walk_homes(vec![HomeWalk {
+        start: walk::Start::Open(dir),
         rel: rel.to_owned(),
         with_stat,
-        cache,
+        cache: CacheRef::Ready(cache),
         sink,
     }])
     .pop()
-    .unwrap_or_else(|| Ok(DirsSeen::default()))
+    .unwrap_or(Ok(None))?;
+    Ok(walked.map(|(_, seen)| seen).unwrap_or_default())
 }
 
 /// Append `name` to the directory path `path` (emptiness: the home itself); returns where

@@ -17,7 +17,7 @@
 
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 
 use super::super::cache::{DirsSeen, FileStat, HomeCache, Listing};
 use crate::confine::{self, Dir, EntryKind};
@@ -29,15 +29,59 @@ pub(crate) type WalkSink<'s> = dyn FnMut(&Arc<Dir>, &str, usize, Option<FileStat
 
 /// One home (or directory) to walk with [`walk_homes`].
 pub(crate) struct HomeWalk<'w> {
-    /// The directory, opened listable.
-    pub dir: Arc<Dir>,
+    pub start: Start<'w>,
     /// Its path in the home (empty: the home itself; a cache applies to whole homes only).
     pub rel: String,
-    /// `lstat` every file (with a cache whose listing is trusted, files are `lstat`ed anyway).
-    pub with_stat: bool,
-    pub cache: Option<&'w HomeCache>,
+    /// Which files are `lstat`ed (with a cache whose listing is trusted, all are).
+    pub with_stat: WithStat,
+    pub cache: CacheRef<'w>,
     pub sink: &'w mut WalkSink<'w>,
 }
+
+/// Where a walk starts.
+pub(crate) enum Start<'w> {
+    /// This directory, opened listable.
+    Open(Arc<Dir>),
+    /// Whatever this opens (`None`: the home does not exist), called by the worker that
+    /// reaches the home first — it may also load the home's cache (see [`CacheRef::Lazy`]), so
+    /// loading one home's cache overlaps with walking another.
+    Prepare(Prepare<'w>),
+}
+
+/// Opens a home for [`Start::Prepare`].
+pub(crate) type Prepare<'w> =
+    Box<dyn FnOnce() -> Result<Option<Arc<Dir>>, confine::Error> + Send + 'w>;
+
+/// A home's metadata cache for the walk.
+#[derive(Clone, Copy)]
+pub(crate) enum CacheRef<'w> {
+    Ready(Option<&'w HomeCache>),
+    /// Filled by the home's [`Start::Prepare`] before its walk (empty: no cache).
+    Lazy(&'w OnceLock<Option<HomeCache>>),
+}
+
+impl<'w> CacheRef<'w> {
+    /// The cache, once loaded.
+    pub(crate) fn get(self) -> Option<&'w HomeCache> {
+        match self {
+            CacheRef::Ready(cache) => cache,
+            CacheRef::Lazy(cell) => cell.get().and_then(Option::as_ref),
+        }
+    }
+}
+
+/// Which files a walk `lstat`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WithStat {
+    All,
+    None,
+    /// All when the cache has entries (an empty cache vouches for nothing).
+    WhenCached,
+}
+
+/// What the walk of one home gives: the directory it started at (`None`: the home does not
+/// exist) and what its cache should remember of its directories.
+pub(crate) type Walked = Option<(Arc<Dir>, DirsSeen)>;
 
 /// How the pool is sized; tests force both extremes.
 #[derive(Debug, Clone, Copy)]
@@ -93,29 +137,29 @@ pub(crate) fn with_tuning<R>(tuning: Tuning, f: impl FnOnce() -> R) -> R {
 /// again: it is reached through a path handle and the names of its cached listing are
 /// `lstat`ed (a name that is gone or no longer a regular file is skipped). Same files as
 /// without the cache, and the same whatever the number of threads.
-pub(crate) fn walk_homes(homes: Vec<HomeWalk<'_>>) -> Vec<Result<DirsSeen, confine::Error>> {
+pub(crate) fn walk_homes(homes: Vec<HomeWalk<'_>>) -> Vec<Result<Walked, confine::Error>> {
     walk_tuned(homes, Tuning::current())
 }
 
-fn walk_tuned(homes: Vec<HomeWalk<'_>>, tuning: Tuning) -> Vec<Result<DirsSeen, confine::Error>> {
+fn walk_tuned(homes: Vec<HomeWalk<'_>>, tuning: Tuning) -> Vec<Result<Walked, confine::Error>> {
     let mut roots = Vec::with_capacity(homes.len());
     let mut infos = Vec::with_capacity(homes.len());
     let mut slots = Vec::with_capacity(homes.len());
     for (home, walk) in homes.into_iter().enumerate() {
         roots.push(Item::Root {
             home,
-            dir: walk.dir,
+            start: walk.start,
             rel: walk.rel,
         });
         infos.push(Info {
             with_stat: walk.with_stat,
             cache: walk.cache,
-            handles: walk.cache.is_some_and(HomeCache::has_listings),
         });
         slots.push(Mutex::new(Slot {
             sink: walk.sink,
             seen: DirsSeen::default(),
             error: None,
+            dir: None,
         }));
     }
     // Taken last, walked first: the homes in their order when there is one thread.
@@ -159,7 +203,7 @@ fn walk_tuned(homes: Vec<HomeWalk<'_>>, tuning: Tuning) -> Vec<Result<DirsSeen, 
             let slot = slot.into_inner().unwrap_or_else(PoisonError::into_inner);
             match slot.error {
                 Some(e) => Err(e),
-                None => Ok(slot.seen),
+                None => Ok(slot.dir.map(|dir| (dir, slot.seen))),
             }
         })
         .collect()
@@ -204,11 +248,8 @@ pub(crate) fn for_each_parallel<T: Send, R: Send>(
 
 /// What each home was walked with.
 struct Info<'w> {
-    with_stat: bool,
-    cache: Option<&'w HomeCache>,
-    /// Subdirectories are opened as path handles (only when the cache may hold their
-    /// listings: a handle must be reopened to be listed).
-    handles: bool,
+    with_stat: WithStat,
+    cache: CacheRef<'w>,
 }
 
 /// A home's sink and what its walk learned, behind the home's lock.
@@ -216,6 +257,8 @@ struct Slot<'w> {
     sink: &'w mut WalkSink<'w>,
     seen: DirsSeen,
     error: Option<confine::Error>,
+    /// The directory the walk started at, once opened.
+    dir: Option<Arc<Dir>>,
 }
 
 /// How a chunk of files is `lstat`ed and which are handed over.
@@ -229,11 +272,11 @@ enum Stat {
     No,
 }
 
-enum Item {
-    /// A home (or the directory a walk starts at), already open and listable.
+enum Item<'w> {
+    /// A home (or the directory a walk starts at).
     Root {
         home: usize,
-        dir: Arc<Dir>,
+        start: Start<'w>,
         rel: String,
     },
     /// The subdirectory `rel[name_at..]` of `parent`, to open (as a path handle or listable).
@@ -255,7 +298,7 @@ enum Item {
     },
 }
 
-impl Item {
+impl Item<'_> {
     fn home(&self) -> usize {
         match self {
             Item::Root { home, .. } | Item::Dir { home, .. } | Item::Files { home, .. } => *home,
@@ -263,14 +306,14 @@ impl Item {
     }
 }
 
-struct Queue {
-    items: Vec<Item>,
+struct Queue<'w> {
+    items: Vec<Item<'w>>,
     /// Items taken and not finished (they may add more).
     busy: usize,
 }
 
 struct Pool<'w> {
-    queue: Mutex<Queue>,
+    queue: Mutex<Queue<'w>>,
     ready: Condvar,
     infos: Vec<Info<'w>>,
     slots: Vec<Mutex<Slot<'w>>>,
@@ -312,7 +355,7 @@ fn names(text: &str, ends: &[u32]) -> Vec<String> {
 
 impl<'w> Pool<'w> {
     /// The next item, waiting while other workers may still add some; `None` when all is done.
-    fn next(&self) -> Option<Item> {
+    fn next(&self) -> Option<Item<'w>> {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             while let Some(item) = queue.items.pop() {
@@ -334,7 +377,7 @@ impl<'w> Pool<'w> {
     }
 
     /// Queue what an item produced and mark it done; returns how many items wait.
-    fn finish(&self, more: &mut Vec<Item>) -> usize {
+    fn finish(&self, more: &mut Vec<Item<'w>>) -> usize {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         let added = more.len();
         queue.items.append(more);
@@ -347,10 +390,26 @@ impl<'w> Pool<'w> {
         queue.items.len()
     }
 
-    fn work(&self, item: Item, scratch: &mut Scratch, more: &mut Vec<Item>) {
+    fn work(&self, item: Item<'w>, scratch: &mut Scratch, more: &mut Vec<Item<'w>>) {
         let home = item.home();
         let done = match item {
-            Item::Root { dir, rel, .. } => self.dir(home, dir, rel, true, scratch, more),
+            Item::Root { start, rel, .. } => {
+                let opened = match start {
+                    Start::Open(dir) => Ok(Some(dir)),
+                    Start::Prepare(prepare) => prepare(),
+                };
+                match opened {
+                    Ok(Some(dir)) => {
+                        self.slots[home]
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .dir = Some(Arc::clone(&dir));
+                        self.dir(home, dir, rel, true, scratch, more)
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
             Item::Dir {
                 parent,
                 rel,
@@ -405,16 +464,17 @@ impl<'w> Pool<'w> {
         rel: String,
         listable: bool,
         scratch: &mut Scratch,
-        more: &mut Vec<Item>,
+        more: &mut Vec<Item<'w>>,
     ) -> Result<(), confine::Error> {
         let info = &self.infos[home];
+        let cache = info.cache.get();
         // The directory's own `stat`, taken before it is listed: a change made while it is
         // listed gives it a newer `stat` than the one the listing is remembered under.
-        let own_stat = match info.cache {
+        let own_stat = match cache {
             Some(_) => Some(FileStat::of_stat(&dir.stat_self()?)),
             None => None,
         };
-        let cached = match (info.cache, &own_stat) {
+        let cached = match (cache, &own_stat) {
             (Some(cache), Some(stat)) => cache.listing(&rel, stat),
             _ => None,
         };
@@ -470,12 +530,16 @@ impl<'w> Pool<'w> {
                         files,
                     }
                 });
-                let stat = if info.with_stat {
-                    Stat::Listed
-                } else {
-                    Stat::No
+                let with_stat = match info.with_stat {
+                    WithStat::All => true,
+                    WithStat::None => false,
+                    WithStat::WhenCached => cache.is_some_and(|c| !c.is_empty()),
                 };
-                (dir, stat, info.handles, None, learned)
+                let stat = if with_stat { Stat::Listed } else { Stat::No };
+                // Subdirectories are opened as path handles only when the cache may hold
+                // their listings (a handle must be reopened to be listed).
+                let handles = cache.is_some_and(HomeCache::has_listings);
+                (dir, stat, handles, None, learned)
             }
         };
         for i in 0..sub_ends.len() {
