@@ -617,7 +617,6 @@ pub(crate) fn line_masks_memo_in_blocks(
 /// For each literal, the start of every line of `[from, to)` (`from` a line start, `to` just
 /// past a `\n`) holding a match, ascending: blocks of whole lines (a block grows for a longer
 /// line), in parallel ranges for large spans.
-#[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
 fn line_hits(
     file: &std::fs::File,
     from: u64,
