@@ -28,6 +28,7 @@ use crate::confine::{self, Dir, EntryKind};
 
 mod search;
 pub(crate) mod walk;
+mod work_queue;
 
 /// The notes store of one identity.
 ///

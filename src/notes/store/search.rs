@@ -16,8 +16,9 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::ops::Range;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::Arc;
 
+use super::work_queue::WorkQueue;
 use super::{
     Address, Dir, EntryKind, Home, NoteError, NoteMeta, Query, SearchRow, Status, Store, confine,
     epoch, frontmatter, open_home, stamp_fallback,
@@ -190,21 +191,7 @@ enum Work {
     Files(Arc<Listed>, Range<usize>),
 }
 
-/// The work queue shared by the workers.
-struct Queue {
-    state: Mutex<QueueState>,
-    ready: Condvar,
-}
-
-struct QueueState {
-    work: Vec<Work>,
-    /// Items taken and not yet finished (each may add more).
-    busy: usize,
-    /// Note files and subdirectories discovered so far.
-    found: Discovered,
-}
-
-/// What listings have discovered.
+/// What listings have discovered (the work queue's tally).
 #[derive(Debug, Clone, Copy, Default)]
 struct Discovered {
     files: usize,
@@ -212,54 +199,14 @@ struct Discovered {
 }
 
 impl Discovered {
+    fn add(&mut self, found: Discovered) {
+        self.files += found.files;
+        self.dirs += found.dirs;
+    }
+
     /// Enough work that helper threads pay for themselves.
     fn worth_helpers(self) -> bool {
         self.files >= SPAWN_AFTER || self.dirs >= SPAWN_AFTER / 8
-    }
-}
-
-impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The next item, waiting while others may still add some; `None` once all is done.
-    fn next(&self) -> Option<Work> {
-        let mut state = self.lock();
-        loop {
-            if let Some(work) = state.work.pop() {
-                state.busy += 1;
-                return Some(work);
-            }
-            if state.busy == 0 {
-                return None;
-            }
-            state = self
-                .ready
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// Finish an item, adding the work it produced.
-    fn finish(&self, more: &mut Vec<Work>, found: Discovered) {
-        let mut state = self.lock();
-        state.busy -= 1;
-        state.found.files += found.files;
-        state.found.dirs += found.dirs;
-        let added = more.len();
-        state.work.append(more);
-        let all_done = state.busy == 0 && state.work.is_empty();
-        drop(state);
-        if all_done || added > 1 {
-            self.ready.notify_all();
-        } else if added == 1 {
-            self.ready.notify_one();
-        }
-    }
-
-    fn found(&self) -> Discovered {
-        self.lock().found
     }
 }
 
@@ -270,14 +217,7 @@ impl Queue {
     reason = "search workers only read files and do not panic"
 )]
 fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
-    let queue = Queue {
-        state: Mutex::new(QueueState {
-            work: roots,
-            busy: 0,
-            found: Discovered::default(),
-        }),
-        ready: Condvar::new(),
-    };
+    let queue = WorkQueue::new(roots, Discovered::default());
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -285,9 +225,9 @@ fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
     let helper = || {
         let mut worker = Worker::new(job, homes);
         let mut more = Vec::new();
-        while let Some(item) = queue.next() {
+        while let Some(item) = queue.next(|_| false) {
             let found = worker.work(item, &mut more);
-            queue.finish(&mut more, found);
+            queue.finish(&mut more, |tally| tally.add(found));
         }
         worker.found
     };
@@ -295,10 +235,10 @@ fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
         let mut main = Worker::new(job, homes);
         let mut helpers = Vec::new();
         let mut more = Vec::new();
-        while let Some(item) = queue.next() {
+        while let Some(item) = queue.next(|_| false) {
             let found = main.work(item, &mut more);
-            queue.finish(&mut more, found);
-            if helpers.is_empty() && threads > 1 && queue.found().worth_helpers() {
+            let (_, discovered) = queue.finish(&mut more, |tally| tally.add(found));
+            if helpers.is_empty() && threads > 1 && discovered.worth_helpers() {
                 for _ in 1..threads {
                     helpers.push(scope.spawn(helper));
                 }

@@ -17,9 +17,10 @@
 
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::super::cache::{DirsSeen, FileStat, HomeCache, Listing};
+use super::work_queue::WorkQueue;
 use crate::confine::{self, Dir, EntryKind};
 
 /// What the walk hands over for every note file: its directory's handle, its path in the
@@ -165,11 +166,7 @@ fn walk_tuned(homes: Vec<HomeWalk<'_>>, tuning: Tuning) -> Vec<Result<Walked, co
     // Taken last, walked first: the homes in their order when there is one thread.
     roots.reverse();
     let pool = Pool {
-        queue: Mutex::new(Queue {
-            items: roots,
-            busy: 0,
-        }),
-        ready: Condvar::new(),
+        queue: WorkQueue::new(roots, ()),
         failed: infos.iter().map(|_| AtomicBool::new(false)).collect(),
         infos,
         slots,
@@ -306,15 +303,8 @@ impl Item<'_> {
     }
 }
 
-struct Queue<'w> {
-    items: Vec<Item<'w>>,
-    /// Items taken and not finished (they may add more).
-    busy: usize,
-}
-
 struct Pool<'w> {
-    queue: Mutex<Queue<'w>>,
-    ready: Condvar,
+    queue: WorkQueue<Item<'w>, ()>,
     infos: Vec<Info<'w>>,
     slots: Vec<Mutex<Slot<'w>>>,
     /// Per home: an error was met (its remaining items are dropped).
@@ -354,40 +344,16 @@ fn names(text: &str, ends: &[u32]) -> Vec<String> {
 }
 
 impl<'w> Pool<'w> {
-    /// The next item, waiting while other workers may still add some; `None` when all is done.
+    /// The next item (`None` when all is done); an item of a home that already failed is
+    /// dropped, the home is unavailable anyway.
     fn next(&self) -> Option<Item<'w>> {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            while let Some(item) = queue.items.pop() {
-                if self.failed[item.home()].load(Ordering::Relaxed) {
-                    continue; // the home is unavailable anyway
-                }
-                queue.busy += 1;
-                return Some(item);
-            }
-            if queue.busy == 0 {
-                self.ready.notify_all();
-                return None;
-            }
-            queue = self
-                .ready
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        self.queue
+            .next(|item| self.failed[item.home()].load(Ordering::Relaxed))
     }
 
     /// Queue what an item produced and mark it done; returns how many items wait.
     fn finish(&self, more: &mut Vec<Item<'w>>) -> usize {
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        let added = more.len();
-        queue.items.append(more);
-        queue.busy -= 1;
-        if added > 1 || (queue.busy == 0 && queue.items.is_empty()) {
-            self.ready.notify_all();
-        } else if added == 1 {
-            self.ready.notify_one();
-        }
-        queue.items.len()
+        self.queue.finish(more, |()| ()).0
     }
 
     fn work(&self, item: Item<'w>, scratch: &mut Scratch, more: &mut Vec<Item<'w>>) {
