@@ -21,6 +21,7 @@ pub mod notes;
 pub mod protocol;
 pub mod session;
 pub mod sync;
+mod threads;
 
 #[cfg(test)]
 mod robustness_proptests;

@@ -144,9 +144,7 @@ pub(crate) fn line_masks_in_blocks(
             s.end - s.start
         })
         .sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::threads::worker_threads();
     let groups = (total / PARALLEL_MIN_BYTES).clamp(1, threads as u64) as usize;
     // Split the spans into `groups` runs of about equal bytes.
     let mut cuts = vec![0usize];
@@ -624,9 +622,7 @@ fn line_hits(
     literals: &[&Literal],
     block: usize,
 ) -> std::io::Result<Vec<Vec<u64>>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::threads::worker_threads();
     let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
     line_hits_in_parts(file, from, to, literals, block, groups)
 }

@@ -1457,10 +1457,7 @@ fn process_parallel<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T, &mut Scratch) -> R + Sync,
 ) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
+    let threads = crate::threads::worker_threads();
     if threads <= 1 || items.len() < 64 {
         let mut scratch = Scratch::default();
         return items.iter().map(|item| f(item, &mut scratch)).collect();

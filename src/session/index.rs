@@ -349,9 +349,7 @@ fn scan_flags(file: &File, entries: &[Entry], test: &LineTest<'_>) -> std::io::R
         return Ok(Vec::new());
     };
     let bytes = last.offset + last.len;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::threads::worker_threads();
     let groups = (bytes / super::PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64) as usize;
     let per = entries.len().div_ceil(groups);
     let scan = |group: &[Entry]| -> std::io::Result<Vec<u64>> {

@@ -703,9 +703,7 @@ pub(crate) fn decode_range(
     }
     // Large ranges are decoded in parallel chunks split at line boundaries; each chunk is
     // streamed by its own reader, so memory stays independent of the file size.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::threads::worker_threads();
     let chunks = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
     let bounds = chunk_bounds(file, from, to, chunks).map_err(io_error)?;
     let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {

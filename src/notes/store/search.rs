@@ -218,10 +218,7 @@ impl Discovered {
 )]
 fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
     let queue = WorkQueue::new(roots, Discovered::default());
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(8);
+    let threads = crate::threads::worker_threads();
     let helper = || {
         let mut worker = Worker::new(job, homes);
         let mut more = Vec::new();

@@ -98,10 +98,7 @@ pub(crate) struct Tuning {
 impl Tuning {
     fn default_for_machine() -> Tuning {
         Tuning {
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-                .min(8),
+            threads: crate::threads::worker_threads(),
             start_at: 8,
             chunk: 128,
         }
