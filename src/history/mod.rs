@@ -338,9 +338,10 @@ fn open_testing_lines(
     }
     let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
-    // The index's skeleton is encoded before the projection is built, not beside it on
-    // another core: its string table and buffer would then live alongside the projection
-    // (peak RSS of a cold call on the 100 MiB bench session 48 → 57 MB, over half the file).
+    // The index's skeleton is encoded before the projection is built (when the index is
+    // built, the decode threads did it already), not beside it on another core: its string
+    // table and buffer would then live alongside the projection (peak RSS of a cold call on
+    // the 100 MiB bench session 48 → 57 MB, over half the file).
     let pending = pending.map(|mut pending| {
         pending.encode(&session.entries);
         pending

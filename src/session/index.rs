@@ -30,6 +30,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use compact_str::CompactString;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use sha1::{Digest, Sha1};
 
@@ -140,7 +141,7 @@ pub(crate) fn open_through_index(
         .ok()
         .and_then(|bytes| decode(&bytes))
         .filter(|stored| stored.valid_for(&identity, file, complete));
-    let (stored, use_, had_extra) = match loaded {
+    let (mut stored, use_, had_extra) = match loaded {
         Some(stored) => {
             let indexed = stored.indexed_len;
             let had_extra = stored.has_extra;
@@ -156,12 +157,14 @@ pub(crate) fn open_through_index(
             }
         }
         None => {
-            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::empty())?;
+            // The decode threads encode the skeleton of the lines they decode.
+            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::encoding())?;
             (decoded, IndexUse::Built, false)
         }
     };
+    let skeleton = stored.skeleton.take();
     let pending = if use_ != IndexUse::Reused || !had_extra {
-        Pending::new(target, identity, file, complete, &stored)
+        Pending::new(target, identity, file, complete, &stored, skeleton)
     } else {
         None
     };
@@ -652,17 +655,19 @@ pub struct Pending {
     header: Header,
     lines: u64,
     skipped: u64,
-    /// The head and skeleton, once encoded.
-    encoded: Option<(Vec<u8>, Vec<u8>)>,
+    /// The head and skeleton chunks, once encoded.
+    encoded: Option<(Vec<u8>, Vec<Vec<u8>>)>,
 }
 
 impl Pending {
+    /// `skeleton`: the skeleton chunks of `decoded.entries` when already encoded.
     fn new(
         target: PathBuf,
         identity: Identity,
         file: &File,
         complete: u64,
         decoded: &Decoded,
+        skeleton: Option<Vec<Vec<u8>>>,
     ) -> Option<Pending> {
         let header = decoded.header.as_ref()?;
         let hashes = edges(file, complete).ok()?;
@@ -677,9 +682,12 @@ impl Pending {
             skipped: decoded.skipped,
             encoded: None,
         };
-        // Older files are migrated in memory once assembled: their skeleton is encoded from
-        // the entries as decoded, now.
-        if header.version < 3 {
+        if let Some(skeleton) = skeleton {
+            let back_len = skeleton.iter().map(Vec::len).sum();
+            pending.encoded = Some((pending.head(back_len), skeleton));
+        } else if header.version < 3 {
+            // Older files are migrated in memory once assembled: their skeleton is encoded
+            // from the entries as decoded, now.
             pending.encode(&decoded.entries);
         }
         Some(pending)
@@ -692,15 +700,19 @@ impl Pending {
             return;
         }
         let skeleton = chunk_of(&entries[..self.entries.min(entries.len())]);
-        let head = encode_head(
+        self.encoded = Some((self.head(skeleton.len()), vec![skeleton]));
+    }
+
+    /// The head section, for a skeleton of `back_len` bytes.
+    fn head(&self, back_len: usize) -> Vec<u8> {
+        encode_head(
             &self.identity,
             self.complete,
             &self.hashes.0,
             &self.hashes.1,
             &self.header,
-            (self.lines, self.skipped, skeleton.len() as u64),
-        );
-        self.encoded = Some((head, skeleton));
+            (self.lines, self.skipped, back_len as u64),
+        )
     }
 
     /// How many entries the index covers (the session's first ones; more may follow in a
@@ -744,8 +756,8 @@ impl Pending {
 
 /// The skeleton section of an index being written.
 enum Back<'a> {
-    /// One chunk holding every entry.
-    Whole(&'a [u8]),
+    /// Chunks holding every entry.
+    Whole(&'a [Vec<u8>]),
     /// The chunks of an existing index file (`len` bytes at `at`), then more (encoded).
     Copy {
         from: &'a File,
@@ -776,7 +788,7 @@ fn write_index(
     let front_head = front.buf;
     let front_len = front_head.len() + extra.len();
     let back_len = match back {
-        Back::Whole(chunk) => chunk.len() as u64,
+        Back::Whole(chunks) => chunks.iter().map(|c| c.len() as u64).sum(),
         Back::Copy { len, chunks, .. } => len + (chunks[0].len() + chunks[1].len()) as u64,
     };
     let side_len: usize = side.iter().map(|p| p.len()).sum();
@@ -804,7 +816,11 @@ fn write_index(
         temp.as_file()
             .write_all_at(&sum.to_le_bytes(), (PREAMBLE - 8) as u64)?;
         match back {
-            Back::Whole(chunk) => temp.write_all(chunk)?,
+            Back::Whole(chunks) => {
+                for chunk in *chunks {
+                    temp.write_all(chunk)?;
+                }
+            }
             Back::Copy {
                 from,
                 at,
@@ -831,12 +847,52 @@ fn write_index(
 
 /// One skeleton chunk: its body's length and checksum, then the body.
 pub(crate) fn chunk_of(entries: &[Entry]) -> Vec<u8> {
-    let body = encode_skeleton(entries);
-    let mut chunk = Vec::with_capacity(16 + body.len());
-    chunk.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    chunk.extend_from_slice(&checksum(&body).to_le_bytes());
-    chunk.extend_from_slice(&body);
-    chunk
+    encode_skeleton(entries).place(0)
+}
+
+/// A skeleton chunk as a decode thread encodes the entries it decoded: framed, but with line
+/// numbers counted from the thread's first line, which line that is being known only once
+/// the threads before it have counted theirs. Only the first entry's line number is coded
+/// against the chunk start (the others against the entry before), and it is written at a
+/// fixed width, so [`Framed::place`] moves the chunk on in place (no copy).
+pub(crate) struct Framed {
+    /// Length and checksum (zero until placed), then the body.
+    buf: Vec<u8>,
+    /// Where the first entry's line number is written, and that number.
+    first_line: Option<(usize, u64)>,
+}
+
+/// The fixed width of a chunk's first line number: a varint padded with continuation bits
+/// (the reader takes up to 10 bytes for a `u64`).
+const WIDE: usize = 10;
+
+fn wide_varint(v: u64) -> [u8; WIDE] {
+    let mut out = [0u8; WIDE];
+    for (k, byte) in out.iter_mut().enumerate() {
+        let bits = ((v >> (7 * k)) & 0x7f) as u8;
+        *byte = if k + 1 < WIDE { bits | 0x80 } else { bits };
+    }
+    out
+}
+
+impl Framed {
+    /// No entries.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.first_line.is_none()
+    }
+
+    /// The chunk, its line numbers moved on by `line_base` (the lines before the thread's
+    /// first), with its length and checksum filled in.
+    pub(crate) fn place(mut self, line_base: u64) -> Vec<u8> {
+        if let Some((at, first)) = self.first_line {
+            self.buf[at..at + WIDE].copy_from_slice(&wide_varint(first + line_base));
+        }
+        let body = &self.buf[16..];
+        let (len, sum) = (body.len() as u64, checksum(body));
+        self.buf[..8].copy_from_slice(&len.to_le_bytes());
+        self.buf[8..16].copy_from_slice(&sum.to_le_bytes());
+        self.buf
+    }
 }
 
 // ------------------------------------------------------------------------------- encoding
@@ -902,23 +958,58 @@ fn role_tag(role: &Role) -> u64 {
     }
 }
 
-/// A skeleton chunk's body: its string table, then its entries (offsets, line numbers and
-/// timestamps coded against the chunk's previous entry).
-fn encode_skeleton(entries: &[Entry]) -> Vec<u8> {
-    // About two distinct strings per entry (its id, a call or result id).
-    let mut strings = Interner {
-        ids: FxHashMap::with_capacity_and_hasher(entries.len() * 2, Default::default()),
-        order: Vec::with_capacity(entries.len() * 2),
-    };
-    let mut body = Out {
-        buf: Vec::with_capacity(entries.len() * 48),
-    };
+/// A skeleton chunk (see [`Framed`]): its body is its string table, then its entries
+/// (offsets, line numbers and timestamps coded against the chunk's previous entry).
+pub(crate) fn encode_skeleton(entries: &[Entry]) -> Framed {
+    encode_skeleton_with(SkeletonBuffers::for_entries(entries.len()), entries)
+}
+
+/// The buffers a skeleton chunk of `n` entries is encoded in, allocated before the encoding
+/// starts: decode threads allocate theirs before any of them frees a large block (see
+/// `decode_range`), so glibc's dynamic mmap threshold cannot rise in between and put one
+/// thread's buffers in its arena heap, where they stay resident after being freed.
+pub(crate) struct SkeletonBuffers<'a> {
+    strings: Interner<'a>,
+    body: Out,
+}
+
+impl SkeletonBuffers<'_> {
+    pub(crate) fn for_entries(n: usize) -> Self {
+        SkeletonBuffers {
+            // About two distinct strings per entry (its id, a call or result id).
+            strings: Interner {
+                ids: FxHashMap::with_capacity_and_hasher(n * 2, Default::default()),
+                order: Vec::with_capacity(n * 2),
+            },
+            body: Out {
+                buf: Vec::with_capacity(16 + n * 64),
+            },
+        }
+    }
+}
+
+/// [`encode_skeleton`] in buffers allocated beforehand.
+pub(crate) fn encode_skeleton_with<'a>(
+    buffers: SkeletonBuffers<'a>,
+    entries: &'a [Entry],
+) -> Framed {
+    let SkeletonBuffers {
+        mut strings,
+        mut body,
+    } = buffers;
+    // The length and checksum, then the entries; the string table is written after them
+    // and rotated into place before them (no second buffer).
+    body.buf.extend_from_slice(&[0; 16]);
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_id: Option<&str> = None;
     let mut previous_ts: &str = "";
-    for entry in entries {
-        body.u(entry.line_no - previous_line);
+    for (n, entry) in entries.iter().enumerate() {
+        if n == 0 {
+            body.buf.extend_from_slice(&wide_varint(entry.line_no));
+        } else {
+            body.u(entry.line_no - previous_line);
+        }
         body.u(entry.offset - previous_end);
         body.u(entry.len << 1 | u64::from(entry.escapes));
         previous_line = entry.line_no;
@@ -992,16 +1083,20 @@ fn encode_skeleton(entries: &[Entry]) -> Vec<u8> {
             }
         }
     }
-    let mut out = Out {
-        buf: Vec::with_capacity(body.buf.len() + strings.order.len() * 16 + 16),
-    };
-    out.u(strings.order.len() as u64);
-    for s in &strings.order {
-        out.bytes(s.as_bytes());
+    let Interner { ids, order } = strings;
+    drop(ids);
+    let tail = body.buf.len();
+    body.u(order.len() as u64);
+    for s in &order {
+        body.bytes(s.as_bytes());
     }
-    out.u(entries.len() as u64);
-    out.buf.extend_from_slice(&body.buf);
-    out.buf
+    body.u(entries.len() as u64);
+    let head_len = body.buf.len() - tail;
+    body.buf[16..].rotate_right(head_len);
+    Framed {
+        buf: body.buf,
+        first_line: entries.first().map(|e| (16 + head_len, e.line_no)),
+    }
 }
 
 /// The head section: which file and bytes the index covers, and the header.
@@ -1286,6 +1381,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
             flags: Vec::new(),
             skipped: head.skipped,
             lines,
+            skeleton: None,
         },
         head,
         indexed_len,
@@ -1301,11 +1397,11 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
     if count > body.len() {
         return None;
     }
-    let mut strings = Vec::with_capacity(count);
+    let mut strings: Vec<CompactString> = Vec::with_capacity(count);
     for _ in 0..count {
-        strings.push(r.string()?);
+        strings.push(r.string()?.into());
     }
-    let opt = |n: u64| -> Option<Option<String>> {
+    let opt = |n: u64| -> Option<Option<CompactString>> {
         match n {
             0 => Some(None),
             n => Some(Some(strings.get(usize::try_from(n - 1).ok()?)?.clone())),

@@ -16,6 +16,7 @@
 //! surrogate reads as U+FFFD); numbers follow JSON's grammar and are finite as an `f64`
 //! (`1e400` is malformed); arrays and objects nest at most [`MAX_NESTING`] deep.
 
+use compact_str::CompactString;
 use std::borrow::Cow;
 
 use super::skeleton::{ContentMeta, MAX_NESTING, RawEntry, RawMessage};
@@ -425,8 +426,8 @@ impl<'a> Parser<'a> {
         Ok(Some(unsafe { std::str::from_utf8_unchecked(raw) }))
     }
 
-    fn loose_string(&mut self) -> R<Option<String>> {
-        Ok(self.loose_str()?.map(str::to_owned))
+    fn loose_string(&mut self) -> R<Option<CompactString>> {
+        Ok(self.loose_str()?.map(CompactString::from))
     }
 
     fn loose_name(&mut self) -> R<Option<Cow<'a, str>>> {
@@ -457,7 +458,7 @@ impl<'a> Parser<'a> {
                 Key::Type => entry.kind = p.loose_name()?,
                 Key::Id => entry.id = p.loose_string()?,
                 Key::ParentId => entry.parent_id = p.loose_string()?,
-                Key::Timestamp => entry.timestamp = p.loose_string()?,
+                Key::Timestamp => entry.timestamp = p.loose_name()?,
                 Key::CustomType => entry.custom_type = p.loose_string()?,
                 Key::Data => entry.data_window_id = p.data()?,
                 Key::Message => entry.message = p.message()?,
@@ -473,7 +474,7 @@ impl<'a> Parser<'a> {
     }
 
     /// `data`: only `windowId` of an object.
-    fn data(&mut self) -> R<Option<String>> {
+    fn data(&mut self) -> R<Option<CompactString>> {
         if self.peek() != Some(b'{') {
             self.skip()?;
             return Ok(None);
@@ -535,8 +536,9 @@ impl<'a> Parser<'a> {
                     p.object(|p, key| {
                         match key {
                             Key::Type => kind = p.loose_str()?,
-                            Key::Id => id = p.loose_string()?,
-                            Key::Name => name = p.loose_string()?,
+                            // Borrowed: only a `toolCall` block's are kept.
+                            Key::Id => id = p.loose_str()?,
+                            Key::Name => name = p.loose_str()?,
                             Key::Text => {
                                 text = if p.peek() == Some(b'"') {
                                     Some(!p.string()?.0.is_empty())
@@ -556,7 +558,9 @@ impl<'a> Parser<'a> {
                                 meta.has_text |= non_empty;
                             }
                         }
-                        Some("toolCall") => meta.tool_calls.push((id, name)),
+                        Some("toolCall") => meta
+                            .tool_calls
+                            .push((id.map(CompactString::from), name.map(CompactString::from))),
                         _ => {}
                     }
                     Ok(())

@@ -12,6 +12,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use compact_str::CompactString;
+
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -21,12 +23,13 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 #[derive(Debug, Default)]
 pub(crate) struct RawEntry<'de> {
     pub kind: Option<Cow<'de, str>>,
-    pub id: Option<String>,
-    pub parent_id: Option<String>,
-    pub timestamp: Option<String>,
-    pub custom_type: Option<String>,
+    pub id: Option<CompactString>,
+    pub parent_id: Option<CompactString>,
+    /// Borrowed from the line (only a `custom` entry's and the header's are kept).
+    pub timestamp: Option<Cow<'de, str>>,
+    pub custom_type: Option<CompactString>,
     /// `data.windowId` when `data` is an object and `windowId` a string.
-    pub data_window_id: Option<String>,
+    pub data_window_id: Option<CompactString>,
     pub message: Option<RawMessage<'de>>,
     /// Header only: `version` when it is a non-negative integer.
     pub version: Option<u64>,
@@ -37,8 +40,8 @@ pub(crate) struct RawEntry<'de> {
 pub(crate) struct RawMessage<'de> {
     pub role: Option<Cow<'de, str>>,
     pub content: ContentMeta,
-    pub tool_call_id: Option<String>,
-    pub tool_name: Option<String>,
+    pub tool_call_id: Option<CompactString>,
+    pub tool_name: Option<CompactString>,
 }
 
 /// What the content of a message looks like, without its text.
@@ -49,7 +52,7 @@ pub(crate) struct ContentMeta {
     /// whose joined text is non-empty (two empty text blocks join to `"\n"`).
     pub has_text: bool,
     /// The `toolCall` blocks in content order: (`id` when a string, `name` when a string).
-    pub tool_calls: Vec<(Option<String>, Option<String>)>,
+    pub tool_calls: Vec<(Option<CompactString>, Option<CompactString>)>,
 }
 
 /// Decode one line. `Err` means the line is not one JSON object (malformed), including a line
@@ -110,7 +113,7 @@ pub(crate) fn too_deep(line: &[u8]) -> bool {
 struct LooseString;
 
 impl<'de> DeserializeSeed<'de> for LooseString {
-    type Value = Option<String>;
+    type Value = Option<CompactString>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(LooseStringVisitor)
     }
@@ -155,15 +158,15 @@ macro_rules! ignore_compounds {
 }
 
 impl<'de> Visitor<'de> for LooseStringVisitor {
-    type Value = Option<String>;
+    type Value = Option<CompactString>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(v.to_owned()))
+        Ok(Some(v.into()))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(v))
+        Ok(Some(v.into()))
     }
     ignore_scalars!(None);
     ignore_compounds!(None);
@@ -280,7 +283,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
                 Key::Type => entry.kind = map.next_value_seed(LooseName)?,
                 Key::Id => entry.id = map.next_value_seed(LooseString)?,
                 Key::ParentId => entry.parent_id = map.next_value_seed(LooseString)?,
-                Key::Timestamp => entry.timestamp = map.next_value_seed(LooseString)?,
+                Key::Timestamp => entry.timestamp = map.next_value_seed(LooseName)?,
                 Key::CustomType => entry.custom_type = map.next_value_seed(LooseString)?,
                 Key::Data => entry.data_window_id = map.next_value_seed(DataSeed)?,
                 Key::Message => entry.message = map.next_value_seed(MessageSeed)?,
@@ -339,7 +342,7 @@ impl<'de> Visitor<'de> for LooseU64Visitor {
 struct DataSeed;
 
 impl<'de> DeserializeSeed<'de> for DataSeed {
-    type Value = Option<String>;
+    type Value = Option<CompactString>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(DataVisitor)
     }
@@ -348,7 +351,7 @@ impl<'de> DeserializeSeed<'de> for DataSeed {
 struct DataVisitor;
 
 impl<'de> Visitor<'de> for DataVisitor {
-    type Value = Option<String>;
+    type Value = Option<CompactString>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value")
     }
@@ -469,8 +472,8 @@ enum Block {
         non_empty: bool,
     },
     ToolCall {
-        id: Option<String>,
-        name: Option<String>,
+        id: Option<CompactString>,
+        name: Option<CompactString>,
     },
     Other,
 }
