@@ -117,19 +117,7 @@ fn put_tail(
     paired: [&[u8]; 2],
     tool_names: &[String],
 ) -> Option<()> {
-    put(out, usize32(windows.len())?);
-    for window in windows {
-        put_str(out, &window.window_id)?;
-        match &window.created_at {
-            None => out.push(0),
-            Some(created) => {
-                out.push(1);
-                put_str(out, created)?;
-            }
-        }
-        put(out, usize32(window.events.start)?);
-        put(out, usize32(window.events.end)?);
-    }
+    put_windows(out, windows)?;
     put(out, usize32((paired[0].len() + paired[1].len()) / 8)?);
     paired.iter().for_each(|p| out.extend_from_slice(p));
     put(out, usize32(tool_names.len())?);
@@ -751,26 +739,233 @@ pub fn side_with(
 /// being inserted.
 type Parallel<'a, 'b> = (&'a [u8], usize, &'b [Vec<u8>]);
 
-/// Extend the stored projection `old` (with its `side` data) of a session with header
-/// `header` by `entries`, appended to the file since: the new encoding and side data, or
-/// `None` when the entries do not simply continue the default branch — then the caller
-/// rebuilds the projection from the whole skeleton. The result equals what
-/// [`Projection::build`] gives for the grown file (up to the order of `lines`, which only
-/// `Source` indexes refer to): seqs continue over the new entries in file order, a reset
-/// marker opens a window, events join the last window, a new tool result is paired with
-/// the first open call of its id (its event record is patched in place) or is an event of
-/// its own.
-pub fn extend<'s>(
-    mut buf: Vec<u8>,
+/// Tag of a delta.
+const DELTA_TAG: &[u8; 4] = b"PD\x01\x00";
+
+/// What the entries appended since an index file was written add to its stored projection
+/// and side data (kept in the index's growth file, so an extension rewrites only this, not
+/// the index file): new line and event records, patches of stored call events paired since
+/// (event index, result line), new paired results, the windows and tool names as they are
+/// now (few), the leaf, the hashes of the new branch ids and the new result ids (sorted),
+/// and the open calls as they are now. [`apply`] gives the projection of the grown file,
+/// [`merged_side`] its side data.
+///
+/// Layout: tag, the stored projection's event, line and paired counts (u32; the delta
+/// applies to exactly that projection), `highest_seq` (u64), then counted arrays: line
+/// records, event records, patches (u32 pairs), paired records, windows (as in the
+/// projection), tool names, the leaf id, branch hashes (u64), result ids (u64 hash and
+/// string), open calls (u32 event and string).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    base_events: usize,
+    base_lines: usize,
+    base_paired: usize,
+    highest_seq: u64,
+    lines: Vec<u8>,
+    events: Vec<u8>,
+    patches: Vec<(u32, u32)>,
+    paired: Vec<u8>,
+    windows: Vec<Window>,
+    tool_names: Vec<String>,
+    leaf: String,
+    branch: Vec<u64>,
+    results: Vec<(u64, String)>,
+    open: Vec<(u32, String)>,
+}
+
+fn put_windows(out: &mut Vec<u8>, windows: &[Window]) -> Option<()> {
+    put(out, usize32(windows.len())?);
+    for window in windows {
+        put_str(out, &window.window_id)?;
+        match &window.created_at {
+            None => out.push(0),
+            Some(created) => {
+                out.push(1);
+                put_str(out, created)?;
+            }
+        }
+        put(out, usize32(window.events.start)?);
+        put(out, usize32(window.events.end)?);
+    }
+    Some(())
+}
+
+fn read_windows(r: &mut Reader<'_>) -> Option<Vec<Window>> {
+    let n = r.count(9)?;
+    let mut windows = Vec::with_capacity(n);
+    for _ in 0..n {
+        let window_id = r.string()?;
+        let created_at = match r.take(1)?[0] {
+            0 => None,
+            1 => Some(r.string()?),
+            _ => return None,
+        };
+        let (start, end) = (r.u32()? as usize, r.u32()? as usize);
+        if start > end {
+            return None;
+        }
+        windows.push(Window {
+            window_id,
+            created_at,
+            events: start..end,
+        });
+    }
+    Some(windows)
+}
+
+impl Delta {
+    /// The encoding (see the type docs); `None` when a value does not fit its width.
+    pub fn encode(&self) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(
+            64 + self.lines.len()
+                + self.events.len()
+                + self.paired.len()
+                + self.patches.len() * 8
+                + self.branch.len() * 8
+                + (self.results.len() + self.open.len()) * 48
+                + self.windows.len() * 64
+                + self.tool_names.len() * 16,
+        );
+        out.extend_from_slice(DELTA_TAG);
+        put(&mut out, usize32(self.base_events)?);
+        put(&mut out, usize32(self.base_lines)?);
+        put(&mut out, usize32(self.base_paired)?);
+        out.extend_from_slice(&self.highest_seq.to_le_bytes());
+        for (records, width) in [(&self.lines, LINE_BYTES), (&self.events, EVENT_BYTES)] {
+            put(&mut out, usize32(records.len() / width)?);
+            out.extend_from_slice(records);
+        }
+        put(&mut out, usize32(self.patches.len())?);
+        for &(event, line) in &self.patches {
+            put(&mut out, event);
+            put(&mut out, line);
+        }
+        put(&mut out, usize32(self.paired.len() / 8)?);
+        out.extend_from_slice(&self.paired);
+        put_windows(&mut out, &self.windows)?;
+        put(&mut out, usize32(self.tool_names.len())?);
+        for name in &self.tool_names {
+            put_str(&mut out, name)?;
+        }
+        put_str(&mut out, &self.leaf)?;
+        put(&mut out, usize32(self.branch.len())?);
+        for hash in &self.branch {
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
+        put(&mut out, usize32(self.results.len())?);
+        for (hash, id) in &self.results {
+            out.extend_from_slice(&hash.to_le_bytes());
+            put_str(&mut out, id)?;
+        }
+        put(&mut out, usize32(self.open.len())?);
+        for (event, id) in &self.open {
+            put(&mut out, *event);
+            put_str(&mut out, id)?;
+        }
+        Some(out)
+    }
+
+    /// Decode an encoding; `None` for anything but a whole one (sorted hashes included).
+    pub fn decode(bytes: &[u8]) -> Option<Delta> {
+        let mut r = Reader { buf: bytes, at: 0 };
+        if r.take(DELTA_TAG.len())? != DELTA_TAG {
+            return None;
+        }
+        let base_events = r.u32()? as usize;
+        let base_lines = r.u32()? as usize;
+        let base_paired = r.u32()? as usize;
+        let highest_seq = r.u64()?;
+        let n = r.count(LINE_BYTES)?;
+        let lines = r.take(n * LINE_BYTES)?.to_vec();
+        let n = r.count(EVENT_BYTES)?;
+        let events = r.take(n * EVENT_BYTES)?.to_vec();
+        let n = r.count(8)?;
+        let mut patches = Vec::with_capacity(n);
+        for _ in 0..n {
+            patches.push((r.u32()?, r.u32()?));
+        }
+        let n = r.count(8)?;
+        let paired = r.take(n * 8)?.to_vec();
+        let windows = read_windows(&mut r)?;
+        let n = r.count(4)?;
+        let mut tool_names = Vec::with_capacity(n);
+        for _ in 0..n {
+            tool_names.push(r.string()?);
+        }
+        let leaf = r.string()?;
+        let n = r.count(8)?;
+        let mut branch = Vec::with_capacity(n);
+        for _ in 0..n {
+            branch.push(r.u64()?);
+        }
+        let n = r.count(12)?;
+        let mut results = Vec::with_capacity(n);
+        for _ in 0..n {
+            let hash = r.u64()?;
+            results.push((hash, r.string()?));
+        }
+        let n = r.count(8)?;
+        let mut open = Vec::with_capacity(n);
+        for _ in 0..n {
+            let event = r.u32()?;
+            open.push((event, r.string()?));
+        }
+        let sorted =
+            branch.windows(2).all(|w| w[0] < w[1]) && results.windows(2).all(|w| w[0] < w[1]);
+        (r.at == bytes.len() && sorted && !windows.is_empty()).then_some(Delta {
+            base_events,
+            base_lines,
+            base_paired,
+            highest_seq,
+            lines,
+            events,
+            patches,
+            paired,
+            windows,
+            tool_names,
+            leaf,
+            branch,
+            results,
+            open,
+        })
+    }
+
+    /// Whether this delta applies to the stored projection `sections`.
+    fn fits(&self, sections: &Sections<'_>) -> bool {
+        self.base_events == sections.n_events
+            && self.base_lines == sections.n_lines
+            && self.base_paired == sections.n_paired
+    }
+
+    fn has_result(&self, hash: u64, id: &str) -> bool {
+        self.results
+            .binary_search_by(|(h, s)| (*h, s.as_str()).cmp(&(hash, id)))
+            .is_ok()
+    }
+}
+
+/// Extend the stored projection in `buf[at..]` (with its `side` data, and `prev`, the
+/// encoded delta of the entries appended before, if any) of a session with header `header`
+/// by `entries`, appended to the file since: the delta of every entry appended since the
+/// stored projection, or `None` when the entries do not simply continue the default branch
+/// — then the caller rebuilds the projection from the whole skeleton. Applied ([`apply`]),
+/// it gives what [`Projection::build`] gives for the grown file (up to the order of
+/// `lines`, which only `Source` indexes refer to): seqs continue over the new entries in
+/// file order, a reset marker opens a window, events join the last window, a new tool
+/// result is paired with the first open call of its id (its event record is patched) or
+/// is an event of its own.
+pub fn extend(
+    buf: &[u8],
     at: usize,
-    side: &'s [u8],
+    side: &[u8],
     header: &Header,
+    prev: Option<&[u8]>,
     entries: &[Entry],
-) -> Option<(Vec<u8>, SideOut<'s>)> {
+) -> Option<Delta> {
     if header.version < 3 {
         return None;
     }
-    let mut sections = sections(buf.get(at..)?)?;
+    let sections = sections(buf.get(at..)?)?;
     let side = decode_side(side)?;
     if side.highest_seq != sections.highest_seq
         || side.events != sections.n_events
@@ -778,18 +973,45 @@ pub fn extend<'s>(
     {
         return None;
     }
-    let mut highest_seq = sections.highest_seq;
-    let n_lines = sections.n_lines;
-    let mut windows = std::mem::take(&mut sections.windows);
-    let mut tool_names = std::mem::take(&mut sections.tool_names);
-    let mut lines = Vec::with_capacity(entries.len() * LINE_BYTES);
-    // New event records; the stored ones are copied once, into the new encoding, and calls
-    // among them that get their result are patched there.
-    let n_old = sections.n_events;
+    let prev = match prev {
+        Some(bytes) => Delta::decode(bytes)?,
+        None => Delta {
+            base_events: sections.n_events,
+            base_lines: sections.n_lines,
+            base_paired: sections.n_paired,
+            highest_seq: sections.highest_seq,
+            lines: Vec::new(),
+            events: Vec::new(),
+            patches: Vec::new(),
+            paired: Vec::new(),
+            windows: sections.windows.clone(),
+            tool_names: sections.tool_names.clone(),
+            leaf: side.leaf.clone(),
+            branch: Vec::new(),
+            results: Vec::new(),
+            open: side.open.clone(),
+        },
+    };
+    if !prev.fits(&sections) {
+        return None;
+    }
+    let Delta {
+        base_events: n_old,
+        base_lines,
+        base_paired,
+        mut highest_seq,
+        mut lines,
+        mut events,
+        mut patches,
+        mut paired,
+        mut windows,
+        mut tool_names,
+        mut leaf,
+        mut branch,
+        results,
+        open,
+    } = prev;
     let old_events = sections.events();
-    let mut events = Vec::with_capacity(entries.len() * 64);
-    let mut patches: Vec<(usize, u32)> = Vec::new();
-    let mut paired = Vec::with_capacity(entries.len() * 8);
     let mut tools: FxHashMap<String, u32> = tool_names
         .iter()
         .enumerate()
@@ -805,16 +1027,14 @@ pub fn extend<'s>(
         tools.insert(name.to_string(), id);
         id
     };
-    let mut open: FxHashMap<String, u32> = side
-        .open
-        .iter()
-        .map(|(event, id)| (id.clone(), *event))
-        .collect();
+    let mut open: FxHashMap<String, u32> =
+        open.into_iter().map(|(event, id)| (id, event)).collect();
     let mut new_ids: FxHashSet<u64> = FxHashSet::default();
     let mut new_results: Vec<(u64, String)> = Vec::new();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
-    let mut leaf = side.leaf.clone();
-    let mut line_count = n_lines;
+    let mut line_count = base_lines + lines.len() / LINE_BYTES;
+    lines.reserve(entries.len() * LINE_BYTES);
+    events.reserve(entries.len() * 64);
     for entry in entries {
         // Only a chain that continues the default branch is extended in place.
         let id = entry.id.as_deref()?;
@@ -822,7 +1042,7 @@ pub fn extend<'s>(
             return None;
         }
         let hash = id_hash(id);
-        if side.on_branch(hash) || !new_ids.insert(hash) {
+        if side.on_branch(hash) || branch.binary_search(&hash).is_ok() || !new_ids.insert(hash) {
             return None;
         }
         leaf = id.to_string();
@@ -881,8 +1101,8 @@ pub fn extend<'s>(
                                 let line = usize32(line)?;
                                 let call = call as usize;
                                 let call_seq = if call < n_old {
-                                    patches.push((call, line));
-                                    le32(old_events, call * EVENT_BYTES)
+                                    patches.push((usize32(call)?, line));
+                                    le32(old_events.get(call * EVENT_BYTES..)?, 0)
                                 } else {
                                     let at = (call - n_old) * EVENT_BYTES;
                                     let record = events.get_mut(at..at + EVENT_BYTES)?;
@@ -929,7 +1149,14 @@ pub fn extend<'s>(
                         let index = usize32(n_old + events.len() / EVENT_BYTES)?;
                         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
                             // A call whose id already has a result stays unpaired.
-                            if !side.has_result(id)? && !new_result_ids.contains(id) {
+                            let known = side.has_result(id)?
+                                || new_result_ids.contains(id)
+                                || results
+                                    .binary_search_by(|(h, s)| {
+                                        (*h, s.as_str()).cmp(&(id_hash(id), id))
+                                    })
+                                    .is_ok();
+                            if !known {
                                 open.entry(id.to_string()).or_insert(index);
                             }
                         }
@@ -956,46 +1183,111 @@ pub fn extend<'s>(
         let count = n_old + events.len() / EVENT_BYTES;
         windows.last_mut()?.events.end = count;
     }
-    let event_count = n_old + events.len() / EVENT_BYTES;
-    // The encoding is extended in its own buffer (new pages only for what grows): the
-    // stored events move up to make room for the new lines, the new events follow them,
-    // then windows, paired results and tool names are written anew.
-    let mut tail = Vec::with_capacity(sections.paired().len() + paired.len() + 4096);
+    let mut open: Vec<(u32, String)> = open.into_iter().map(|(id, e)| (e, id)).collect();
+    open.sort_unstable();
+    branch.extend(new_ids);
+    branch.sort_unstable();
+    // Result ids known already (stored, or in the earlier delta) need no second record.
+    let before = Delta {
+        base_events: n_old,
+        base_lines,
+        base_paired,
+        highest_seq,
+        lines: Vec::new(),
+        events: Vec::new(),
+        patches: Vec::new(),
+        paired: Vec::new(),
+        windows: Vec::new(),
+        tool_names: Vec::new(),
+        leaf: String::new(),
+        branch: Vec::new(),
+        results,
+        open: Vec::new(),
+    };
+    let mut fresh = Vec::with_capacity(new_results.len());
+    for (hash, id) in new_results {
+        if !side.has_result(&id)? && !before.has_result(hash, &id) {
+            fresh.push((hash, id));
+        }
+    }
+    let mut results = before.results;
+    results.extend(fresh);
+    results.sort_unstable();
+    Some(Delta {
+        base_events: n_old,
+        base_lines,
+        base_paired,
+        highest_seq,
+        lines,
+        events,
+        patches,
+        paired,
+        windows,
+        tool_names,
+        leaf,
+        branch,
+        results,
+        open,
+    })
+}
+
+/// The stored projection in `buf[at..]` with `delta` applied: the encoding of the grown
+/// file's projection, extended in its own buffer (new pages only for what grows): the
+/// stored events move up to make room for the new lines, the new events follow them,
+/// patched calls get their result line, then windows, paired results and tool names are
+/// written anew. `None` when the delta does not belong to this projection.
+pub fn apply(mut buf: Vec<u8>, at: usize, delta: &Delta) -> Option<Vec<u8>> {
+    let sections = sections(buf.get(at..)?)?;
+    if !delta.fits(&sections) {
+        return None;
+    }
+    let mut tail = Vec::with_capacity(sections.paired().len() + delta.paired.len() + 4096);
     put_tail(
         &mut tail,
-        &windows,
-        [sections.paired(), &paired],
-        &tool_names,
+        &delta.windows,
+        [sections.paired(), &delta.paired],
+        &delta.tool_names,
     )?;
     let lines_end = at + sections.lines_at + sections.n_lines * LINE_BYTES;
-    let events_end = at + sections.events_at + n_old * EVENT_BYTES;
-    let grow = lines.len();
+    let events_end = at + sections.events_at + sections.n_events * EVENT_BYTES;
+    let n_old = sections.n_events;
+    let line_count = sections.n_lines + delta.lines.len() / LINE_BYTES;
+    let event_count = n_old + delta.events.len() / EVENT_BYTES;
+    let grow = delta.lines.len();
     buf.truncate(events_end);
-    buf.reserve(grow + events.len() + tail.len());
+    buf.reserve(grow + delta.events.len() + tail.len());
     buf.resize(events_end + grow, 0);
     buf.copy_within(lines_end..events_end, lines_end + grow);
-    buf[lines_end..lines_end + grow].copy_from_slice(&lines);
-    buf[at + 4..at + 12].copy_from_slice(&highest_seq.to_le_bytes());
+    buf[lines_end..lines_end + grow].copy_from_slice(&delta.lines);
+    buf[at + 4..at + 12].copy_from_slice(&delta.highest_seq.to_le_bytes());
     buf[at + 12..at + 16].copy_from_slice(&usize32(line_count)?.to_le_bytes());
     let events_at = lines_end + grow + 4;
     buf[events_at - 4..events_at].copy_from_slice(&usize32(event_count)?.to_le_bytes());
-    buf.extend_from_slice(&events);
+    buf.extend_from_slice(&delta.events);
     buf.extend_from_slice(&tail);
-    for (event, line) in patches {
+    for &(event, line) in &delta.patches {
+        let event = event as usize;
+        if event >= n_old {
+            return None;
+        }
         let at = events_at + event * EVENT_BYTES + 12;
         buf.get_mut(at..at + 4)?
             .copy_from_slice(&line.to_le_bytes());
     }
-    let mut open: Vec<(u32, String)> = open.into_iter().map(|(id, e)| (e, id)).collect();
-    open.sort_unstable();
-    let mut add_branch: Vec<u64> = new_ids.into_iter().collect();
-    add_branch.sort_unstable();
-    let branch_count = side.branch.len() / 8 + add_branch.len();
-    let (branch, _) = merge_in(side.branch, &add_branch, None);
-    new_results.sort_unstable();
+    Some(buf)
+}
+
+/// The side data of the stored projection's `side` with `delta` applied (in pieces: runs of
+/// the stored side and the few new values between them).
+pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
+    let side = decode_side(side)?;
+    let event_count = delta.base_events + delta.events.len() / EVENT_BYTES;
+    let line_count = delta.base_lines + delta.lines.len() / LINE_BYTES;
+    let branch_count = side.branch.len() / 8 + delta.branch.len();
+    let (branch, _) = merge_in(side.branch, &delta.branch, None);
     let mut new_pool = Vec::new();
-    let mut new_offsets = Vec::with_capacity(new_results.len());
-    for (_, id) in &new_results {
+    let mut new_offsets = Vec::with_capacity(delta.results.len());
+    for (_, id) in &delta.results {
         new_offsets.push(
             usize32(side.pool.len() + new_pool.len())?
                 .to_le_bytes()
@@ -1003,19 +1295,18 @@ pub fn extend<'s>(
         );
         put_str(&mut new_pool, id)?;
     }
-    let hashes: Vec<u64> = new_results.iter().map(|(h, _)| *h).collect();
+    let hashes: Vec<u64> = delta.results.iter().map(|(h, _)| *h).collect();
     let results_count = side.result_hashes.len() / 8 + hashes.len();
     let (result_hashes, result_offsets) = merge_in(
         side.result_hashes,
         &hashes,
         Some((side.result_offsets, 4, &new_offsets)),
     );
-    let side = encode_side(
-        (highest_seq, event_count, line_count, &leaf),
+    encode_side(
+        (delta.highest_seq, event_count, line_count, &delta.leaf),
         (branch, branch_count),
         (result_hashes, result_offsets, results_count),
         (side.pool, new_pool),
-        &open,
-    )?;
-    Some((buf, side))
+        &delta.open,
+    )
 }

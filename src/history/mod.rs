@@ -248,7 +248,9 @@ pub fn open_with(
 
 /// Open through an index that stores the default branch's projection (see `flat`): no
 /// skeleton is decoded. When complete lines were appended since, they alone are decoded and
-/// the stored projection is extended by them in place (`flat::extend`) and written back;
+/// the stored projection is extended by them (`flat::extend`, a delta since the index file,
+/// applied in place by `flat::apply`) and the delta written back (or, once it is large, the
+/// whole index);
 /// `None` when that is not possible (the caller then builds the projection from the
 /// skeleton).
 fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, HistoryError> {
@@ -261,28 +263,54 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
     let Reopened {
         file,
         extra,
+        delta,
         appended,
     } = reopened;
-    let (buf, at, index) = match appended {
-        None => {
-            let (buf, at) = extra.into_parts();
-            (buf, at, IndexUse::Reused)
-        }
+    let (buf, at) = extra.into_parts();
+    let (buf, index) = match appended {
+        None => match delta {
+            None => (buf, IndexUse::Reused),
+            Some(delta) => {
+                let Some(buf) = flat::Delta::decode(&delta).and_then(|d| flat::apply(buf, at, &d))
+                else {
+                    return Ok(None);
+                };
+                (buf, IndexUse::Reused)
+            }
+        },
         Some(appended) => {
             let Some(side) = appended.side() else {
                 return Ok(None);
             };
-            let (buf, at) = extra.into_parts();
-            let Some((buf, side)) = flat::extend(buf, at, &side, &file.header, appended.entries())
-            else {
+            let Some(grown) = flat::extend(
+                &buf,
+                at,
+                &side,
+                &file.header,
+                delta.as_deref(),
+                appended.entries(),
+            ) else {
                 return Ok(None);
             };
-            let index = if appended.write(&file, &buf[at..], &side.slices()) {
+            // Only the growth file is rewritten while it stays small beside the index file;
+            // then everything is folded into a new index file.
+            let payload = grown
+                .encode()
+                .filter(|payload| appended.delta_fits(payload.len()));
+            let Some(buf) = flat::apply(buf, at, &grown) else {
+                return Ok(None);
+            };
+            let written = payload
+                .as_ref()
+                .is_some_and(|payload| appended.write_delta(&file, payload))
+                || flat::merged_side(&side, &grown)
+                    .is_some_and(|merged| appended.write(&file, &buf[at..], &merged.slices()));
+            let index = if written {
                 IndexUse::Extended
             } else {
                 IndexUse::Unavailable
             };
-            (buf, at, index)
+            (buf, index)
         }
     };
     Ok(

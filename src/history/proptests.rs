@@ -853,6 +853,159 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
     }
 }
 
+/// The growth file (`<index>.grow`): appends that continue the branch rewrite only it (the
+/// index file stays as it is) while it is small beside the index file, then everything is
+/// folded into a new index file and the growth file removed; the answers always equal those
+/// without the index, and every flipped byte and truncation of a growth file (and a growth
+/// file of another index file) is harmless.
+#[test]
+fn the_growth_file_answers_alike_folds_and_every_damage_of_it_is_harmless() {
+    // Eight rounds of the stored projection session's pattern: an index file large enough
+    // that a few appends fit in its growth file before a fold.
+    let mut spec = Vec::new();
+    for i in 0..48 {
+        spec.push(RawKind::User(format!("question {i} about quokka")));
+        spec.push(RawKind::Assistant {
+            text: format!("answer {i}"),
+            calls: vec![
+                ("read".into(), format!(r#"{{"path":"src/{i}.rs","n":1.0}}"#)),
+                ("grep".into(), r#"{"q":"x"}"#.into()),
+            ],
+        });
+        spec.push(RawKind::Result {
+            call: (2 * i) % 12,
+            text: format!("output {i}"),
+            nested: None,
+        });
+        spec.push(RawKind::Bash {
+            command: format!("ls {i}"),
+            output: "a b".into(),
+        });
+    }
+    spec.push(RawKind::Summary("summary of quokka".into()));
+    let file = write_raw(&spec);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::copy(file.path(), &path).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let queries = vec!["quokka".to_string(), "late 7".to_string()];
+    let idx =
+        crate::session::index::index_path(cache.path(), &std::fs::canonicalize(&path).unwrap());
+    let grow = crate::session::index::grow_path(&idx);
+    let (_, uses) = answers(&path, &queries, &mode);
+    assert_eq!(uses[0], "\"built\"");
+    let pad = "q".repeat(1200);
+    // Each step appends a user line, a call, its result or the result of a call of the
+    // index file still open (c1, c3, … are), and now and then a reset marker.
+    let line = |i: usize, parent: &str| -> String {
+        let head = format!(
+            r#""id":"late{i}","parentId":"{parent}","timestamp":"2026-01-01T00:20:00.000Z","pad":"{pad}""#
+        );
+        let message = match i % 4 {
+            0 => format!(r#"{{"role":"user","content":"late {i} quokka"}}"#),
+            1 => format!(
+                r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"d{i}","name":"read","arguments":{{"path":"late/{i}"}}}}]}}"#
+            ),
+            2 => format!(
+                r#"{{"role":"toolResult","toolCallId":"d{}","toolName":"read","content":[{{"type":"text","text":"late {i} output"}}],"isError":false}}"#,
+                i - 1
+            ),
+            _ => format!(
+                r#"{{"role":"toolResult","toolCallId":"c{}","toolName":"grep","content":[{{"type":"text","text":"late {i} grep"}}],"isError":false}}"#,
+                (i / 4 % 6) * 2 + 1
+            ),
+        };
+        if i % 9 == 8 {
+            format!(
+                r#"{{"type":"custom","customType":"pi-context/reset-marker","data":{{"windowId":"w{i}"}},{head}}}"#
+            )
+        } else {
+            format!(r#"{{"type":"message",{head},"message":{message}}}"#)
+        }
+    };
+    let mut parent = format!("e{}", spec.len() - 1);
+    let (mut deltas, mut folds) = (0, 0);
+    let mut i = 0;
+    let mut last_delta = None;
+    while i < 400 && (folds < 2 || last_delta.is_none()) {
+        let before = std::fs::read(&idx).unwrap();
+        for _ in 0..1 + i % 3 {
+            append(&path, &format!("{}\n", line(i, &parent)));
+            parent = format!("late{i}");
+            i += 1;
+        }
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, uses) = answers(&path, &queries, &mode);
+        assert_eq!(plain, indexed, "after late{}", i - 1);
+        assert_eq!(uses[0], "\"extended\"", "after late{}", i - 1);
+        assert!(uses[1..].iter().all(|u| u == "\"reused\""), "{uses:?}");
+        let after = std::fs::read(&idx).unwrap();
+        if grow.exists() {
+            assert_eq!(before, after, "a growth file leaves the index file alone");
+            deltas += 1;
+            last_delta = Some((after, std::fs::read(&grow).unwrap()));
+        } else {
+            assert_ne!(before, after, "folded into a new index file");
+            folds += 1;
+            last_delta = None;
+        }
+    }
+    assert!(deltas >= 3 && folds >= 2, "{deltas} deltas, {folds} folds");
+    let (good_idx, good) = last_delta.unwrap();
+    let (expected, _) = answers(&path, &queries, &IndexMode::Off);
+    let quick = |mode: &IndexMode<'_>| -> Vec<String> {
+        let mut out = Vec::new();
+        for r in [
+            super::windows(&path, None, mode),
+            super::list(&path, None, &ListOptions::default(), mode),
+            super::read(&path, None, &ReadOptions::new(3), mode),
+            super::search(&path, None, &queries, &ListOptions::default(), mode),
+        ] {
+            let mut r = r.unwrap();
+            r.data.as_object_mut().unwrap().remove("index");
+            out.push(format!("{}\n{}", r.data, r.text));
+        }
+        out
+    };
+    let want = quick(&IndexMode::Off);
+    assert_eq!(quick(&mode), want);
+    assert_eq!(answers(&path, &queries, &mode).0, expected);
+    for at in 0..good.len() {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0x5a;
+        for (damaged, what) in [(flipped, "flipped"), (good[..at].to_vec(), "truncated")] {
+            std::fs::write(&idx, &good_idx).unwrap();
+            std::fs::write(&grow, &damaged).unwrap();
+            assert_eq!(quick(&mode), want, "{what} at {at}");
+        }
+    }
+    // A whole growth file of another index file (the one before a fold): not used.
+    std::fs::write(&idx, &good_idx).unwrap();
+    std::fs::write(&grow, &good).unwrap();
+    append(&path, &format!("{}\n", line(i, &parent)));
+    let stale = good.clone();
+    let mut folded = false;
+    for k in 1..40 {
+        let parent = format!("late{}", i + k - 1);
+        append(&path, &format!("{}\n", line(i + k, &parent)));
+        answers(&path, &queries, &mode);
+        if !grow.exists() {
+            folded = true;
+            break;
+        }
+    }
+    assert!(folded);
+    std::fs::write(&grow, &stale).unwrap();
+    assert_eq!(
+        answers(&path, &queries, &mode).0,
+        answers(&path, &queries, &IndexMode::Off).0
+    );
+}
+
 /// The memo of line hits (`scan::Memo`): searches through it answer as without the index
 /// while the file grows, and every flipped byte and truncation of the memo file, a rewritten
 /// session and an unwritable memo are harmless.

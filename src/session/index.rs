@@ -11,6 +11,11 @@
 //!   version and a checksum of its body, and must decode exactly. Anything else rebuilds it.
 //! - Growth: only complete lines (ending in `\n`) are indexed; the bytes after the last `\n`
 //!   (a line Pi is still writing) are decoded on every call and left for the next one.
+//! - Growth file: an extension by a caller that keeps extra data (history's stored
+//!   projection) may write only a small `<name>.grow` next to the index file (what the lines
+//!   since add, and their skeleton chunks), bound to the index file by its preamble and valid
+//!   by the same rule for the bytes it covers; it is folded into a new index file once it
+//!   passes an eighth of it ([`Grow::write_delta`], [`Grow::write`]).
 //! - Safety: written to a temp file in the same directory and renamed over the old one, so two
 //!   processes extending it at once each leave a whole, valid index (the last rename wins);
 //!   an index that cannot be written (read-only or full disk) or would exceed 10 % of the
@@ -78,7 +83,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 6;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -91,6 +96,12 @@ const HOUSEKEEPING_PER_CALL: usize = 16;
 /// The subdirectory of the cache directory holding session indexes.
 pub fn index_dir(cache: &Path) -> PathBuf {
     cache.join("history")
+}
+
+/// The growth file next to an index (`<name>.grow`): what was appended since the index was
+/// written (see [`Grow::write_delta`]).
+pub fn grow_path(index: &Path) -> PathBuf {
+    index.with_extension("grow")
 }
 
 /// The index file of a session (by its canonical path).
@@ -179,6 +190,9 @@ pub(crate) struct Peeked {
     pub complete: u64,
     /// The caller's extra data.
     pub extra: Extra,
+    /// The caller's data of a valid growth file written since (see [`Grow::write_delta`]):
+    /// what the lines `[indexed of the index file, indexed)` add to `extra`.
+    pub delta: Option<Vec<u8>>,
     /// How to extend the index by lines appended since (when `indexed < complete`).
     pub grow: Grow,
 }
@@ -202,13 +216,19 @@ impl Extra {
 /// it belongs to.
 pub struct Grow {
     index: File,
+    /// The index file's length.
+    index_len: u64,
     target: PathBuf,
     identity: Identity,
+    /// The index file's preamble (a growth file names it).
+    pre: Pre,
     side_at: u64,
     side_len: u64,
     side_sum: u64,
     back_at: u64,
     back_len: u64,
+    /// The skeleton chunks of a valid growth file (entries appended since the index file).
+    grown_chunks: Vec<u8>,
 }
 
 impl Grow {
@@ -224,15 +244,18 @@ impl Grow {
 
     /// Atomically write the index extended by `appended` (the decode of the complete lines
     /// `[indexed, complete)` appended to the peeked head: its `lines` and `skipped` are the
-    /// totals so far, its entries only the new ones), with the caller's new `extra` and
-    /// `side` data: the old skeleton chunks are copied unchanged and the new entries added as
-    /// one more chunk. Data that would push the index past its share of the file is dropped
-    /// (the index is then kept without it). Returns whether an index was written.
+    /// totals so far, its entries only the new ones; `chunk` their skeleton chunk,
+    /// [`chunk_of`]), with the caller's new `extra` and `side` data: the old skeleton chunks
+    /// (of the index file, then of its growth file) are copied unchanged and the new entries
+    /// added as one more chunk; the growth file is then removed. Data that would push the
+    /// index past its share of the file is dropped (the index is then kept without it).
+    /// Returns whether an index was written.
     pub(crate) fn write(
         &self,
         file: &File,
         complete: u64,
         appended: &Decoded,
+        chunk: &[u8],
         extra: &[u8],
         side: &[&[u8]],
     ) -> bool {
@@ -242,8 +265,7 @@ impl Grow {
         let Ok((head_hash, tail_hash)) = edges(file, complete) else {
             return false;
         };
-        let chunk = chunk_of(&appended.entries);
-        let back_len = self.back_len + chunk.len() as u64;
+        let back_len = self.back_len + (self.grown_chunks.len() + chunk.len()) as u64;
         let head = encode_head(
             &self.identity,
             complete,
@@ -256,11 +278,162 @@ impl Grow {
             from: &self.index,
             at: self.back_at,
             len: self.back_len,
-            chunk: &chunk,
+            chunks: [&self.grown_chunks, chunk],
         };
-        write_index(&self.target, complete, &head, extra, side, &back)
-            || write_index(&self.target, complete, &head, &[], &[], &back)
+        let written = write_index(&self.target, complete, &head, extra, side, &back)
+            || write_index(&self.target, complete, &head, &[], &[], &back);
+        if written {
+            let _ = fs::remove_file(grow_path(&self.target));
+        }
+        written
     }
+
+    /// Bytes of a growth file holding `payload` and the skeleton chunks since the index file
+    /// (those of the growth file read, and `chunk`).
+    fn delta_len(&self, payload: usize, chunk: usize) -> u64 {
+        (GROW_PREAMBLE + BINDING + self.identity.path.len() + 160 + payload) as u64
+            + (self.grown_chunks.len() + chunk) as u64
+    }
+
+    /// Whether a growth file holding `payload` and `chunk` stays small beside the index
+    /// file (at most an eighth of it); else the caller folds everything into a new index
+    /// file ([`Self::write`]).
+    pub(crate) fn delta_fits(&self, payload: usize, chunk: usize) -> bool {
+        self.delta_len(payload, chunk) * GROW_SHARE <= self.index_len
+    }
+
+    /// Atomically write the growth file (temp file + rename) instead of the whole index: the
+    /// index file stays as it is, and the growth file — bound to it by its preamble (lengths
+    /// and checksums), with its own head (the file's bytes now covered, their edge hashes,
+    /// line and malformed counts), the caller's `payload` (what the appended lines add to
+    /// its extra data, since the index file) and the skeleton chunks since the index file
+    /// (the growth file's, then `chunk` of `appended`) — is read with it while it is valid.
+    /// Returns whether it was written (`false`: unwritable, or past the index's share).
+    pub(crate) fn write_delta(
+        &self,
+        file: &File,
+        complete: u64,
+        appended: &Decoded,
+        chunk: &[u8],
+        payload: &[u8],
+    ) -> bool {
+        let Some(header) = appended.header.as_ref() else {
+            return false;
+        };
+        let Ok((head_hash, tail_hash)) = edges(file, complete) else {
+            return false;
+        };
+        let back_len = self.back_len + (self.grown_chunks.len() + chunk.len()) as u64;
+        let head = encode_head(
+            &self.identity,
+            complete,
+            &head_hash,
+            &tail_hash,
+            header,
+            (appended.lines, appended.skipped, back_len),
+        );
+        let mut body = Out {
+            buf: Vec::with_capacity(
+                BINDING + head.len() + payload.len() + self.grown_chunks.len() + chunk.len() + 16,
+            ),
+        };
+        body.buf.extend_from_slice(&binding(&self.pre));
+        body.buf.extend_from_slice(&head);
+        body.bytes(payload);
+        body.buf.extend_from_slice(&self.grown_chunks);
+        body.buf.extend_from_slice(chunk);
+        let total = self.index_len + (GROW_PREAMBLE + body.buf.len()) as u64;
+        if total * 100 > complete * MAX_SHARE_PERCENT {
+            return false;
+        }
+        let mut preamble = Vec::with_capacity(GROW_PREAMBLE);
+        preamble.extend_from_slice(GROW_MAGIC);
+        preamble.extend_from_slice(&FORMAT.to_le_bytes());
+        preamble.extend_from_slice(&(body.buf.len() as u64).to_le_bytes());
+        preamble.extend_from_slice(&checksum(&body.buf).to_le_bytes());
+        let Some(dir) = self.target.parent() else {
+            return false;
+        };
+        let written = (|| -> std::io::Result<()> {
+            let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+            temp.write_all(&preamble)?;
+            temp.write_all(&body.buf)?;
+            temp.persist(grow_path(&self.target)).map_err(|e| e.error)?;
+            Ok(())
+        })();
+        written.is_ok()
+    }
+}
+
+/// First bytes of every growth file.
+const GROW_MAGIC: &[u8; 8] = b"PICXHGRW";
+/// Bytes before a growth file's body: magic, format, body length and checksum.
+const GROW_PREAMBLE: usize = 8 + 4 + 8 + 8;
+/// Bytes of the index file's preamble fields that bind a growth file to it.
+const BINDING: usize = 32;
+/// A growth file is kept while it is at most this fraction (1/n) of its index file.
+const GROW_SHARE: u64 = 8;
+
+/// What binds a growth file to its index file: the index file's front and side lengths and
+/// checksums.
+fn binding(pre: &Pre) -> [u8; BINDING] {
+    let mut out = [0u8; BINDING];
+    out[..8].copy_from_slice(&(pre.front_len as u64).to_le_bytes());
+    out[8..16].copy_from_slice(&pre.front_sum.to_le_bytes());
+    out[16..24].copy_from_slice(&pre.side_len.to_le_bytes());
+    out[24..].copy_from_slice(&pre.side_sum.to_le_bytes());
+    out
+}
+
+/// A valid growth file of the index file read (`pre`, `base`): its head, the caller's
+/// payload and the skeleton chunks since the index file. `None` when there is none, or it
+/// is damaged, foreign, bound to another index file, or no longer matches the session
+/// file (the index's own rule: same path, device and inode, not shrunk, edge hashes).
+fn read_grow(
+    path: &Path,
+    pre: &Pre,
+    base: &Head,
+    identity: &Identity,
+    file: &File,
+    complete: u64,
+) -> Option<(Head, Vec<u8>, Vec<u8>)> {
+    let bytes = fs::read(path).ok()?;
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+    };
+    if bytes.get(..8)? != GROW_MAGIC
+        || u32::from_le_bytes(bytes.get(8..12)?.try_into().ok()?) != FORMAT
+    {
+        return None;
+    }
+    let body = bytes.get(GROW_PREAMBLE..)?;
+    if word(12)? != body.len() as u64 || checksum(body) != word(20)? {
+        return None;
+    }
+    let mut r = In { buf: body, at: 0 };
+    if r.take(BINDING)? != binding(pre) {
+        return None;
+    }
+    let head = decode_head(&mut r)?;
+    let payload = r.bytes()?.to_vec();
+    let chunks = &body[r.at..];
+    // Whole chunks, each with its checksum.
+    let mut rest = chunks;
+    while !rest.is_empty() {
+        let len = usize::try_from(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)).ok()?;
+        let sum = u64::from_le_bytes(rest.get(8..16)?.try_into().ok()?);
+        let chunk_body = rest.get(16..16usize.checked_add(len)?)?;
+        if checksum(chunk_body) != sum {
+            return None;
+        }
+        rest = &rest[16 + len..];
+    }
+    let valid = head.back_len == base.back_len.checked_add(chunks.len() as u64)?
+        && head.indexed_len > base.indexed_len
+        && head.lines >= base.lines
+        && head.header == base.header
+        && head.valid_for(identity, file, complete);
+    valid.then(|| (head, payload, chunks.to_vec()))
 }
 
 /// The head and extra data of a valid index of `file` that carries extra data, without
@@ -284,7 +457,7 @@ pub(crate) fn peek(
         ino: meta.ino(),
     };
     let target = index_path(cache, &canonical);
-    let Some((index, pre, mut front)) = read_front(&target) else {
+    let Some((index, index_len, pre, mut front)) = read_front(&target) else {
         return Ok(None);
     };
     let mut r = In { buf: &front, at: 0 };
@@ -305,25 +478,35 @@ pub(crate) fn peek(
     let Some(back_at) = side_at.checked_add(pre.side_len) else {
         return Ok(None);
     };
+    let grown = read_grow(&grow_path(&target), &pre, &head, &identity, file, complete);
+    let (now, delta, grown_chunks) = match grown {
+        Some((now, payload, chunks)) => (now, Some(payload), chunks),
+        None => (head, None, Vec::new()),
+    };
+    let back_len = now.back_len - grown_chunks.len() as u64;
     Ok(Some(Peeked {
-        header: head.header,
-        lines: head.lines,
-        skipped: head.skipped,
-        indexed: head.indexed_len,
+        header: now.header,
+        lines: now.lines,
+        skipped: now.skipped,
+        indexed: now.indexed_len,
         complete,
         extra: Extra {
             buf: std::mem::take(&mut front),
             at: extra_at,
         },
+        delta,
         grow: Grow {
             index,
+            index_len,
             target,
             identity,
             side_at,
             side_len: pre.side_len,
             side_sum: pre.side_sum,
+            pre,
             back_at,
-            back_len: head.back_len,
+            back_len,
+            grown_chunks,
         },
     }))
 }
@@ -559,6 +742,10 @@ impl Pending {
                 }
             }
         };
+        if kept {
+            // A growth file belongs to the index file just replaced.
+            let _ = fs::remove_file(grow_path(&self.target));
+        }
         if kept || used == IndexUse::Reused {
             used
         } else {
@@ -571,12 +758,12 @@ impl Pending {
 enum Back<'a> {
     /// Chunks holding every entry.
     Whole(&'a [Vec<u8>]),
-    /// The chunks of an existing index file (`len` bytes at `at`), then one more.
+    /// The chunks of an existing index file (`len` bytes at `at`), then more (encoded).
     Copy {
         from: &'a File,
         at: u64,
         len: u64,
-        chunk: &'a [u8],
+        chunks: [&'a [u8]; 2],
     },
 }
 
@@ -602,7 +789,7 @@ fn write_index(
     let front_len = front_head.len() + extra.len();
     let back_len = match back {
         Back::Whole(chunks) => chunks.iter().map(|c| c.len() as u64).sum(),
-        Back::Copy { len, chunk, .. } => len + chunk.len() as u64,
+        Back::Copy { len, chunks, .. } => len + (chunks[0].len() + chunks[1].len()) as u64,
     };
     let side_len: usize = side.iter().map(|p| p.len()).sum();
     let total = (PREAMBLE + front_len + side_len) as u64 + back_len;
@@ -638,7 +825,7 @@ fn write_index(
                 from,
                 at,
                 len,
-                chunk,
+                chunks,
             } => {
                 use std::io::{Read, Seek, SeekFrom};
                 let mut from: &File = from;
@@ -647,7 +834,9 @@ fn write_index(
                 if copied != *len {
                     return Err(std::io::Error::other("index file shrank while copied"));
                 }
-                temp.write_all(chunk)?;
+                for chunk in chunks {
+                    temp.write_all(chunk)?;
+                }
             }
         }
         temp.persist(target).map_err(|e| e.error)?;
@@ -657,7 +846,7 @@ fn write_index(
 }
 
 /// One skeleton chunk: its body's length and checksum, then the body.
-fn chunk_of(entries: &[Entry]) -> Vec<u8> {
+pub(crate) fn chunk_of(entries: &[Entry]) -> Vec<u8> {
     encode_skeleton(entries).place(0)
 }
 
@@ -1077,6 +1266,7 @@ impl<'a> In<'a> {
 const PREAMBLE: usize = 8 + 4 + 8 + 8 + 8 + 8;
 
 /// The preamble's fields.
+#[derive(Clone, Copy)]
 struct Pre {
     front_len: usize,
     front_sum: u64,
@@ -1111,19 +1301,20 @@ fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
         .then_some((front, side, back))
 }
 
-/// The open index file `path`, its preamble and its checked front section (nothing else is
-/// read or checked).
-fn read_front(path: &Path) -> Option<(File, Pre, Vec<u8>)> {
+/// The open index file `path`, its length, its preamble and its checked front section
+/// (nothing else is read or checked).
+fn read_front(path: &Path) -> Option<(File, u64, Pre, Vec<u8>)> {
     let file = File::open(path).ok()?;
     let mut pre = [0u8; PREAMBLE];
     file.read_exact_at(&mut pre, 0).ok()?;
     let pre = preamble(&pre)?;
-    if pre.front_len as u64 > file.metadata().ok()?.len() {
+    let len = file.metadata().ok()?.len();
+    if pre.front_len as u64 > len {
         return None;
     }
     let mut front = vec![0u8; pre.front_len];
     file.read_exact_at(&mut front, PREAMBLE as u64).ok()?;
-    front_ok(&front, pre.front_sum).then_some((file, pre, front))
+    front_ok(&front, pre.front_sum).then_some((file, len, pre, front))
 }
 
 fn decode_head(r: &mut In<'_>) -> Option<Head> {
@@ -1368,6 +1559,7 @@ fn housekeeping(dir: &Path, now: SystemTime) {
                 if older_than(&marker, GONE_AFTER) {
                     let _ = fs::remove_file(&path);
                     let _ = fs::remove_file(dir.join(format!("{stem}.hits")));
+                    let _ = fs::remove_file(dir.join(format!("{stem}.grow")));
                     let _ = fs::remove_file(&marker);
                 }
             }

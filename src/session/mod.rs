@@ -439,8 +439,11 @@ pub struct Reopened {
     pub file: SessionFile,
     /// The extra data stored in the index.
     pub extra: index::Extra,
-    /// The complete lines appended since the index was written; `None` when it covers
-    /// every complete line.
+    /// The caller's data of the index's growth file, when one is valid: what the lines
+    /// appended between the index file and the growth file add to `extra`.
+    pub delta: Option<Vec<u8>>,
+    /// The complete lines appended since the index (with its growth file) was written;
+    /// `None` when it covers every complete line.
     pub appended: Option<Appended>,
 }
 
@@ -450,6 +453,8 @@ pub struct Appended {
     decoded: Decoded,
     complete: u64,
     grow: index::Grow,
+    /// The new entries' skeleton chunk, once encoded.
+    chunk: std::cell::OnceCell<Vec<u8>>,
 }
 
 impl Appended {
@@ -463,12 +468,42 @@ impl Appended {
         self.grow.side()
     }
 
-    /// Atomically write the index extended by these lines, with new `extra` and `side`
-    /// data (the side in pieces; see [`index::Grow::write`]); `false` when no index could
-    /// be kept.
+    fn chunk(&self) -> &[u8] {
+        self.chunk
+            .get_or_init(|| index::chunk_of(&self.decoded.entries))
+    }
+
+    /// Whether a growth file with `payload` stays small beside the index file (see
+    /// [`index::Grow::delta_fits`]); else the caller folds ([`Self::write`]).
+    pub fn delta_fits(&self, payload: usize) -> bool {
+        self.grow.delta_fits(payload, self.chunk().len())
+    }
+
+    /// Atomically write the index's growth file with `payload` (what every line appended
+    /// since the index file adds to its extra data; see [`index::Grow::write_delta`]);
+    /// `false` when it could not be kept.
+    pub fn write_delta(&self, file: &SessionFile, payload: &[u8]) -> bool {
+        self.grow.write_delta(
+            &file.file,
+            self.complete,
+            &self.decoded,
+            self.chunk(),
+            payload,
+        )
+    }
+
+    /// Atomically write the whole index extended by these lines (and those of its growth
+    /// file), with new `extra` and `side` data (the side in pieces; see
+    /// [`index::Grow::write`]); `false` when no index could be kept.
     pub fn write(&self, file: &SessionFile, extra: &[u8], side: &[&[u8]]) -> bool {
-        self.grow
-            .write(&file.file, self.complete, &self.decoded, extra, side)
+        self.grow.write(
+            &file.file,
+            self.complete,
+            &self.decoded,
+            self.chunk(),
+            extra,
+            side,
+        )
     }
 }
 
@@ -529,6 +564,7 @@ impl SessionFile {
                 decoded,
                 complete: peeked.complete,
                 grow: peeked.grow,
+                chunk: std::cell::OnceCell::new(),
             });
         }
         let tail = decode_range(path, &file, size, peeked.complete, size, &|_| 0, so_far)?;
@@ -546,6 +582,7 @@ impl SessionFile {
                 skipped_lines: tail.skipped,
             },
             extra: peeked.extra,
+            delta: peeked.delta,
             appended,
         }))
     }
