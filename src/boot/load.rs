@@ -130,9 +130,11 @@ pub fn load_snapshot_cached(
             .zip(&cells)
             .zip(LOAD_ORDER)
             .map(|((sink, cell), kind)| {
-                let prepare: store::walk::Prepare<'_> = Box::new(move || {
-                    let _ = cell
-                        .set(root_cache.map(|c| HomeCache::load(c, root, &layout.home_dir(kind))));
+                let prepare: store::walk::Prepare<'_> = Box::new(move |large| {
+                    let _ =
+                        cell.set(root_cache.map(|c| {
+                            HomeCache::load_hinting(c, root, &layout.home_dir(kind), large)
+                        }));
                     store::open_home(root, &layout.home_components(kind)).map(|d| d.map(Arc::new))
                 });
                 store::HomeWalk {
@@ -146,7 +148,14 @@ pub fn load_snapshot_cached(
             .collect();
         store::walk_homes(jobs)
     };
-    // Then each home reads what the cache could not vouch for (a few homes at once).
+    // Then each home reads what the cache could not vouch for: a few homes at once when
+    // there are many heads to read (a cold cache); otherwise on this thread, which costs less
+    // than starting a thread (and, on a busy machine, than waiting for it to be scheduled).
+    let to_read: usize = walked
+        .iter()
+        .zip(LOAD_ORDER)
+        .map(|(walked, kind)| walked.may_read(kind.cap()))
+        .sum();
     let homes: Vec<_> = LOAD_ORDER
         .into_iter()
         .zip(cells)
@@ -154,7 +163,7 @@ pub fn load_snapshot_cached(
         .zip(results)
         .zip(prefixes)
         .collect();
-    let loaded = store::for_each_parallel(homes, |((((kind, cell), walked), result), prefix)| {
+    let finish = |((((kind, cell), walked), result), prefix): HomeWalked| {
         let mut cache = cell.into_inner().flatten();
         let home = match result {
             Ok(None) => Ok(HomeSnapshot::default()),
@@ -172,7 +181,12 @@ pub fn load_snapshot_cached(
             cache.save();
         }
         (kind, home)
-    });
+    };
+    let loaded: Vec<_> = if to_read >= PARALLEL_READS {
+        store::for_each_parallel(homes, finish)
+    } else {
+        homes.into_iter().map(finish).collect()
+    };
     let mut snapshot = Snapshot::empty(opened_at_ms);
     for (kind, result) in loaded {
         *snapshot.home_mut(kind) = match result {
@@ -185,6 +199,21 @@ pub fn load_snapshot_cached(
     }
     snapshot
 }
+
+/// Heads to read after the walk from which the homes are finished on a few threads.
+const PARALLEL_READS: usize = 64;
+
+/// What the walk of one home gave (see `store::walk_homes`).
+type WalkResult = Result<Option<(Arc<Dir>, DirsSeen)>, crate::confine::Error>;
+
+/// One home after the walk: its kind, cache, what it found, how its walk ended, its prefix.
+type HomeWalked = (
+    (
+        ((HomeKind, OnceLock<Option<HomeCache>>), Walked),
+        WalkResult,
+    ),
+    String,
+);
 
 /// A home's failure as reported: a symlink on the way to the home (the only symlink error a
 /// walk returns; symlinks below it are skipped) carries the stable code `home_is_symlink`.
@@ -410,6 +439,19 @@ impl Walked {
             stat,
             rel: (at, self.paths.len() as u32),
         });
+    }
+
+    /// How many candidates may still be read (the others can no longer enter the newest
+    /// `cap`; see [`Walked::found`]).
+    fn may_read(&self, cap: usize) -> usize {
+        match self.kept.last() {
+            Some(oldest) if self.kept.len() >= cap => self
+                .candidates
+                .iter()
+                .filter(|c| c.mtime_ms >= oldest.updated_at_ms)
+                .count(),
+            _ => self.candidates.len(),
+        }
     }
 
     /// After the walk of the home at `home_dir`: update the cache, read the MAP, the conflict

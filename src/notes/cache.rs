@@ -42,6 +42,11 @@ use super::{frontmatter, store};
 /// are re-read (see the module documentation).
 pub const RACY_SECONDS: i64 = 2;
 
+/// A home cache file at least this long (≈ 80 notes, or 40 directory listings) marks a home
+/// worth walking with helper threads from the start (the walk's default `Tuning::large_cache`,
+/// see [`HomeCache::load_hinting`]).
+pub const LARGE_CACHE_BYTES: u64 = 16 * 1024;
+
 const MAGIC: &[u8; 8] = b"PICTXNMC";
 const VERSION: u32 = 4;
 const NO_CHARS: u64 = u64::MAX;
@@ -352,6 +357,17 @@ impl HomeCache {
     /// Load the cache of the home at `home_dir` (under `root`) from `root_cache_dir`. A missing,
     /// unreadable, corrupt or foreign cache loads empty (and is replaced on save).
     pub fn load(root_cache_dir: &Path, root: &Path, home_dir: &Path) -> HomeCache {
+        HomeCache::load_hinting(root_cache_dir, root, home_dir, &|_| {})
+    }
+
+    /// [`HomeCache::load`], calling `length` with the cache file's length before reading it (a
+    /// walk starts its helper threads at once for a long one: the home is big).
+    pub fn load_hinting(
+        root_cache_dir: &Path,
+        root: &Path,
+        home_dir: &Path,
+        length: &dyn Fn(u64),
+    ) -> HomeCache {
         let root_text = root.to_string_lossy().into_owned();
         let home = home_dir
             .strip_prefix(root)
@@ -376,7 +392,7 @@ impl HomeCache {
             stamp: None,
             dirty: false,
         };
-        if let Ok((bytes, stamp)) = cache.read()
+        if let Ok((bytes, stamp)) = cache.read(length)
             && let Some((records, dir_records)) = index_records(&bytes, &cache.root, &cache.home)
             && let Some(dir_index) = index_keys(&bytes, &dir_records)
             && let Some(index) = index_keys(&bytes, &records)
@@ -391,9 +407,10 @@ impl HomeCache {
         cache
     }
 
-    fn read(&self) -> io::Result<(Vec<u8>, i64)> {
+    fn read(&self, length: &dyn Fn(u64)) -> io::Result<(Vec<u8>, i64)> {
         let mut file = fs::File::open(&self.file)?;
         let meta = file.metadata()?;
+        length(meta.len());
         let stamp = {
             use std::os::unix::fs::MetadataExt;
             meta.mtime()

@@ -242,8 +242,9 @@ proptest! {
 /// decoys the walk must skip (a symlinked directory and note, a directory named `*.md`, a
 /// name that is not UTF-8) — gives the same listing rows and status, the same boot snapshot
 /// and the same files, with and without the cache (cold, racy, trusted, trusted listings),
-/// walked by one thread or by several with tiny chunks, before and after every mtime is made
-/// equal; and the walk finds exactly the files an independent `std::fs` walk finds.
+/// walked by one thread or by several with tiny chunks (helpers started once items wait, or at
+/// once when a home's cache file is met), before and after every mtime is made equal; and the
+/// walk finds exactly the files an independent `std::fs` walk finds.
 #[test]
 fn the_parallel_walk_answers_as_the_serial_one() {
     use super::store::walk::{Tuning, with_tuning};
@@ -295,6 +296,7 @@ fn the_parallel_walk_answers_as_the_serial_one() {
         threads: 1,
         start_at: usize::MAX,
         chunk: usize::MAX,
+        large_cache: 0,
     };
     let tunings = [
         serial,
@@ -302,11 +304,14 @@ fn the_parallel_walk_answers_as_the_serial_one() {
             threads: 4,
             start_at: 0,
             chunk: 3,
+            // Helpers start while the first home's cache loads, whenever there is one.
+            large_cache: 0,
         },
         Tuning {
             threads: 2,
             start_at: 1,
             chunk: 16,
+            large_cache: u64::MAX,
         },
     ];
     let layout = Layout {

@@ -766,8 +766,9 @@ impl Store {
                     continue;
                 };
                 let cell = &cells[index];
-                prepares.push(Box::new(move || {
-                    let _ = cell.set(cache_root.map(|c| HomeCache::load(c, root, &dir)));
+                prepares.push(Box::new(move |large: walk::LargeHome<'_>| {
+                    let _ =
+                        cell.set(cache_root.map(|c| HomeCache::load_hinting(c, root, &dir, large)));
                     open_home(root, &components).map(|d| d.map(Arc::new))
                 }));
                 sinks.push(part.sink(tally, CacheRef::Lazy(cell), index, &prefixes[index], &plan));

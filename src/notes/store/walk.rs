@@ -45,13 +45,19 @@ pub(crate) enum Start<'w> {
     Open(Arc<Dir>),
     /// Whatever this opens (`None`: the home does not exist), called by the worker that
     /// reaches the home first — it may also load the home's cache (see [`CacheRef::Lazy`]), so
-    /// loading one home's cache overlaps with walking another.
+    /// loading one home's cache overlaps with walking another. It is handed a [`LargeHome`].
     Prepare(Prepare<'w>),
 }
 
 /// Opens a home for [`Start::Prepare`].
 pub(crate) type Prepare<'w> =
-    Box<dyn FnOnce() -> Result<Option<Arc<Dir>>, confine::Error> + Send + 'w>;
+    Box<dyn FnOnce(LargeHome<'_>) -> Result<Option<Arc<Dir>>, confine::Error> + Send + 'w>;
+
+/// What a [`Start::Prepare`] calls with the length of its home's cache file before reading it:
+/// a file of at least [`Tuning::large_cache`] bytes marks a large home, and the helpers start
+/// then, instead of once the first items wait, so the other homes' caches load and their walks
+/// start while this one loads. A no-op on a helper, or once the helpers run.
+pub(crate) type LargeHome<'a> = &'a dyn Fn(u64);
 
 /// A home's metadata cache for the walk.
 #[derive(Clone, Copy)]
@@ -93,6 +99,8 @@ pub(crate) struct Tuning {
     pub start_at: usize,
     /// Files of one directory per item.
     pub chunk: usize,
+    /// Helpers start at once when a home's cache file is at least this long.
+    pub large_cache: u64,
 }
 
 impl Tuning {
@@ -101,6 +109,7 @@ impl Tuning {
             threads: crate::threads::worker_threads(),
             start_at: 8,
             chunk: 128,
+            large_cache: super::super::cache::LARGE_CACHE_BYTES,
         }
     }
 
@@ -172,22 +181,30 @@ fn walk_tuned(homes: Vec<HomeWalk<'_>>, tuning: Tuning) -> Vec<Result<Walked, co
     std::thread::scope(|scope| {
         let mut scratch = Scratch::default();
         let mut more = Vec::new();
-        let mut started = tuning.threads <= 1;
-        while let Some(item) = pool.next() {
-            pool.work(item, &mut scratch, &mut more);
-            let waiting = pool.finish(&mut more);
-            if !started && waiting >= tuning.start_at {
-                started = true;
+        let started = std::cell::Cell::new(tuning.threads <= 1);
+        let start = || {
+            if !started.replace(true) {
                 for _ in 1..tuning.threads {
                     scope.spawn(|| {
                         let mut scratch = Scratch::default();
                         let mut more = Vec::new();
                         while let Some(item) = pool.next() {
-                            pool.work(item, &mut scratch, &mut more);
+                            pool.work(item, &mut scratch, &mut more, &|_| {});
                             pool.finish(&mut more);
                         }
                     });
                 }
+            }
+        };
+        let large = |bytes: u64| {
+            if bytes >= tuning.large_cache {
+                start();
+            }
+        };
+        while let Some(item) = pool.next() {
+            pool.work(item, &mut scratch, &mut more, &large);
+            if pool.finish(&mut more) >= tuning.start_at {
+                start();
             }
         }
     });
@@ -353,13 +370,19 @@ impl<'w> Pool<'w> {
         self.queue.finish(more, |()| ()).0
     }
 
-    fn work(&self, item: Item<'w>, scratch: &mut Scratch, more: &mut Vec<Item<'w>>) {
+    fn work(
+        &self,
+        item: Item<'w>,
+        scratch: &mut Scratch,
+        more: &mut Vec<Item<'w>>,
+        large: LargeHome<'_>,
+    ) {
         let home = item.home();
         let done = match item {
             Item::Root { start, rel, .. } => {
                 let opened = match start {
                     Start::Open(dir) => Ok(Some(dir)),
-                    Start::Prepare(prepare) => prepare(),
+                    Start::Prepare(prepare) => prepare(large),
                 };
                 match opened {
                     Ok(Some(dir)) => {
