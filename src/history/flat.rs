@@ -693,16 +693,20 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     })
 }
 
-/// The side data of `projection`, the default branch (`branch`, root→leaf, ending at the
-/// last entry) of `session`; `entry_of_line` maps its lines to entries. `None` when it
-/// cannot be extended in place (a file older than version 3 — its entries are migrated
-/// in memory —, no entries, a leaf without an id, or a value too wide for the format).
-pub fn side_of(
-    session: &Session,
-    branch: &[usize],
-    projection: &Projection,
-    entry_of_line: &[usize],
-) -> Option<Vec<u8>> {
+/// The part of the side data ([`side_with`]) that needs only the session and the branch
+/// (so it is computed beside the projection): the leaf's id, the sorted hashes of the
+/// branch's entry ids, and the branch's tool-result ids (a set, and sorted by hash).
+pub struct SideIds<'s> {
+    leaf: &'s str,
+    branch_ids: Vec<u64>,
+    result_ids: FxHashSet<&'s str>,
+    results: Vec<(u64, &'s str)>,
+}
+
+/// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
+/// extended in place: a file older than version 3 (its entries are migrated in memory), no
+/// entries, a branch that does not end at the last entry, or a leaf without an id.
+pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s>> {
     if session.header.version < 3 {
         return None;
     }
@@ -728,6 +732,29 @@ pub fn side_of(
     }
     let mut results: Vec<(u64, &str)> = result_ids.iter().map(|id| (id_hash(id), *id)).collect();
     results.sort_unstable();
+    Some(SideIds {
+        leaf,
+        branch_ids,
+        result_ids,
+        results,
+    })
+}
+
+/// The side data of `projection`, the default branch of `session` whose [`SideIds`] are
+/// `ids`; `entry_of_line` maps its lines to entries. `None` when a value is too wide for
+/// the format.
+pub fn side_with(
+    session: &Session,
+    projection: &Projection,
+    entry_of_line: &[usize],
+    ids: SideIds<'_>,
+) -> Option<Vec<u8>> {
+    let SideIds {
+        leaf,
+        branch_ids,
+        result_ids,
+        results,
+    } = ids;
     let mut hashes = Vec::with_capacity(results.len() * 8);
     let mut offsets = Vec::with_capacity(results.len() * 4);
     let mut pool = Vec::new();

@@ -350,15 +350,22 @@ fn open_testing_lines(
         pending
     });
     let branch = session.active_branch(leaf_entry);
-    let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
     // The stored projection must be the default branch of exactly the indexed lines.
     let storable = pending
         .as_ref()
         .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
-    // What extending the stored projection needs.
-    let side = storable
-        .then(|| flat::side_of(&session, &branch, &projection, &entry_of_line))
-        .flatten();
+    // What extending the stored projection needs: its session-only part (hashing and
+    // sorting the branch's ids) on a second core while this one builds the projection.
+    let (projection, entry_of_line, ids) = std::thread::scope(|scope| {
+        let ids = storable.then(|| scope.spawn(|| flat::side_ids(&session, &branch)));
+        let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
+        let ids = ids.and_then(|ids| {
+            ids.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (projection, entry_of_line, ids)
+    });
+    let side = ids.and_then(|ids| flat::side_with(&session, &projection, &entry_of_line, ids));
     drop(branch);
     // The skeleton is freed before the index is written (peak memory).
     let file = session.into_file();
