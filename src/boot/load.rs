@@ -291,19 +291,25 @@ pub fn load_home_in<S: AsRef<std::ffi::OsStr>>(
 
 /// What the walk of one home found, as it came: a note the cache vouches for is ranked at
 /// once (and allocates only when it enters the newest `cap`), the others become small
-/// candidates. Paths are kept in one text. Candidates hold no directory handle: keeping every
+/// candidates — unless they can no longer enter the newest `cap` (then they are only
+/// counted). Paths of candidates are kept in one text; which cache records the walk met is
+/// kept as one flag per record (no path is kept for that). Candidates hold no directory handle: keeping every
 /// directory open grows the process's descriptor table while other threads run, and each
 /// growth then waits for an RCU grace period (milliseconds of wall time, no CPU). The few
 /// read are reached again from the home. Nothing here depends on the order the files come in
 /// (the walk's threads decide it): rows are kept by a total order, candidates sorted by one.
 struct Walked {
     paths: String,
-    all: Vec<(u32, u32)>,
     candidates: Vec<Candidate>,
+    /// Files found that the cache could not vouch for and that could not enter the newest
+    /// `cap` when found: never read (see [`Walked::found`]), only counted.
+    passed_over: usize,
     kept: Vec<Found>,
     map: Option<NoteFile>,
     conflicts: Vec<NoteFile>,
-    /// Files the cache has an entry for (valid or not).
+    /// Per loaded cache record: whether the walk met its file (sized on first use).
+    met: Vec<bool>,
+    /// Files the cache has a record for (valid or not).
     present: usize,
     /// Files ranked from the cache.
     note_files: usize,
@@ -315,11 +321,12 @@ impl Walked {
     fn new(cap: usize) -> Walked {
         Walked {
             paths: String::new(),
-            all: Vec::new(),
             candidates: Vec::new(),
+            passed_over: 0,
             kept: Vec::with_capacity(cap + 1),
             map: None,
             conflicts: Vec::new(),
+            met: Vec::new(),
             present: 0,
             note_files: 0,
             near: 0,
@@ -339,11 +346,18 @@ impl Walked {
         name_at: usize,
         stat: Option<FileStat>,
     ) {
-        let at = self.paths.len() as u32;
-        self.paths.push_str(rel);
-        self.all.push((at, self.paths.len() as u32));
+        // The file's cache record, valid or not: met, so it is kept when the cache is saved.
+        let record = cached.and_then(|cache| {
+            let i = cache.record_near(rel, &mut self.near)?;
+            if self.met.is_empty() {
+                self.met = vec![false; cache.record_count()];
+            }
+            if !std::mem::replace(&mut self.met[i], true) {
+                self.present += 1;
+            }
+            Some((cache, i))
+        });
         if rel == "MAP.md" {
-            self.present += usize::from(cached.is_some_and(|c| c.contains(rel)));
             self.map = Some(NoteFile::new(dir, rel, name_at, stat));
             return;
         }
@@ -358,36 +372,39 @@ impl Walked {
             .mtime
             .saturating_mul(1000)
             .saturating_add(stat.mtime_nsec / 1_000_000);
-        if let Some(cache) = cached {
-            if let Some(entry) = cache.get_near(rel, &stat, &mut self.near) {
-                self.present += 1;
-                // Ranked from the cached block: exactly what reading its head would give.
-                self.note_files += 1;
-                if entry.boot_crumpled() {
-                    return;
-                }
-                let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
-                let kept = &mut self.kept;
-                if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
-                    return; // older than the newest `cap`: no row
-                }
-                keep(
-                    kept,
-                    cap,
-                    Found {
-                        updated_at_ms: key,
-                        address: format!("{prefix}{rel}"),
-                        file: NoteFile::new(dir, rel, name_at, Some(stat)),
-                        vpath: rel.to_owned(),
-                        stat,
-                    },
-                );
+        if let Some(entry) = record.and_then(|(cache, i)| cache.record_entry(i, &stat)) {
+            // Ranked from the cached block: exactly what reading its head would give.
+            self.note_files += 1;
+            if entry.boot_crumpled() {
                 return;
             }
-            if cache.contains(rel) {
-                self.present += 1;
+            let key = entry.boot_updated_ms().unwrap_or(now_ms).min(mtime_ms);
+            let kept = &mut self.kept;
+            if kept.len() >= cap && kept.last().is_some_and(|k| key < k.updated_at_ms) {
+                return; // older than the newest `cap`: no row
             }
+            keep(
+                kept,
+                cap,
+                Found {
+                    updated_at_ms: key,
+                    address: format!("{prefix}{rel}"),
+                    file: NoteFile::new(dir, rel, name_at, Some(stat)),
+                    vpath: rel.to_owned(),
+                    stat,
+                },
+            );
+            return;
         }
+        // Its key will be at most its mtime: once that is older than the oldest of a full
+        // newest `cap`, it can never be read (the oldest kept key only grows, and `finish`
+        // reads newest mtime first and stops at the first such file).
+        if self.kept.len() >= cap && self.kept.last().is_some_and(|k| mtime_ms < k.updated_at_ms) {
+            self.passed_over += 1;
+            return;
+        }
+        let at = self.paths.len() as u32;
+        self.paths.push_str(rel);
         self.candidates.push(Candidate {
             mtime_ms,
             stat,
@@ -408,11 +425,12 @@ impl Walked {
     ) -> io::Result<HomeSnapshot> {
         let Walked {
             paths,
-            all,
             mut candidates,
+            passed_over,
             mut kept,
             map,
             conflicts,
+            met,
             present,
             note_files,
             ..
@@ -423,12 +441,9 @@ impl Walked {
         };
         if let Some(cache) = cache.as_deref_mut() {
             cache.dirs_walked(seen);
+            // Nothing is learned before this point, so every entry is a loaded record.
             if present < cache.len() {
-                let seen: rustc_hash::FxHashSet<&str> = all
-                    .iter()
-                    .map(|&(a, b)| &paths[a as usize..b as usize])
-                    .collect();
-                cache.retain_seen(&seen);
+                cache.retain_records(&met);
             }
         }
         if let Some(file) = map {
@@ -439,11 +454,18 @@ impl Walked {
                 home.sync_conflicts.push(format!("{prefix}{}", file.rel));
             }
         }
-        home.note_files += candidates.len();
+        home.note_files += candidates.len() + passed_over;
         home.sync_conflicts.sort();
         let text = |r: (u32, u32)| &paths[r.0 as usize..r.1 as usize];
-        // Newest file first; the vpath makes the reading order (not the result) deterministic.
-        candidates.sort_by(|a, b| {
+        // The candidates that can still enter the newest `cap` (the walk found some before
+        // it was full), newest file first; the vpath makes the reading order (not the
+        // result) deterministic.
+        if kept.len() >= cap
+            && let Some(oldest) = kept.last().map(|k| k.updated_at_ms)
+        {
+            candidates.retain(|c| c.mtime_ms >= oldest);
+        }
+        candidates.sort_unstable_by(|a, b| {
             b.mtime_ms
                 .cmp(&a.mtime_ms)
                 .then_with(|| text(a.rel).cmp(text(b.rel)))
@@ -712,6 +734,72 @@ mod tests {
             .collect();
         assert_eq!(got, expected[..5].to_vec());
         assert_eq!(home.note_files, 200);
+    }
+
+    /// Make every cache file look written an hour from now: its entries are then trusted.
+    fn age_cache(dir: &Path) {
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                age_cache(&path);
+            } else {
+                let file = std::fs::File::options().write(true).open(&path).unwrap();
+                file.set_modified(later).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn notes_that_cannot_enter_the_rows_are_counted_not_read_and_gone_ones_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("notes");
+        let home = root.join("human");
+        let caches = dir.path().join("cache");
+        std::fs::create_dir_all(home.join("sub")).unwrap();
+        let base = 1_800_000_000_000i64;
+        let name = |i: i64| format!("{}n{i:02}.md", if i % 2 == 0 { "sub/" } else { "" });
+        // Every file time equal and later than every `updatedAt`: a cold boot reads them all.
+        for i in 0..12i64 {
+            write_note(
+                &home,
+                &name(i),
+                base + i * 60_000,
+                base + 86_400_000,
+                i == 7,
+            );
+        }
+        let load = |cache: Option<&mut HomeCache>| {
+            load_home_cached(&home, "@human/", 3, base, cache).unwrap()
+        };
+        let mut cache = HomeCache::load(&caches, &root, &home);
+        let cold = load(Some(&mut cache));
+        cache.save();
+        age_cache(&caches);
+        // Old notes rewritten with their old file times (new stat, so not vouched for) and
+        // one deleted: the rewritten ones are older than every row, so a warm boot counts
+        // them without reading them (reading would learn them).
+        for i in [0i64, 2, 3] {
+            write_note(&home, &name(i), base + i * 60_000, base + i * 60_000, false);
+        }
+        std::fs::remove_file(home.join(name(1))).unwrap();
+        let mut cache = HomeCache::load(&caches, &root, &home);
+        let warm = load(Some(&mut cache));
+        let plain = load(None);
+        assert_eq!(warm, plain);
+        assert_eq!(warm.note_files, 11);
+        assert_eq!(cold.recent, plain.recent);
+        let stat_of =
+            |i: i64| FileStat::of(&std::fs::symlink_metadata(home.join(name(i))).unwrap());
+        for i in [0i64, 2, 3] {
+            assert!(cache.contains(&name(i)), "its old entry is kept");
+            assert!(cache.get(&name(i), &stat_of(i)).is_none(), "n{i} was read");
+        }
+        assert!(!cache.contains(&name(1)), "the deleted note is forgotten");
+        cache.save();
+        let saved = HomeCache::load(&caches, &root, &home);
+        assert!(!saved.contains(&name(1)));
+        assert!(saved.contains(&name(11)) && saved.contains(&name(0)));
     }
 
     #[test]

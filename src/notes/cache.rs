@@ -464,23 +464,62 @@ impl HomeCache {
     /// which is sorted, so they are mostly in consecutive records (the file's records are
     /// sorted by path) and a hit costs no hash lookup and no jump through the loaded file.
     pub fn get_near(&self, vpath: &str, stat: &FileStat, next: &mut usize) -> Option<EntryRef<'_>> {
+        if !self.learned.is_empty() {
+            return self.get(vpath, stat);
+        }
+        let i = self.record_near(vpath, next)?;
+        self.record_entry(i, stat)
+    }
+
+    /// The number of the loaded record of `vpath` (valid or not; entries learned during this
+    /// command are not records), trying the record after `next` first as
+    /// [`HomeCache::get_near`] does (updated when found). Record numbers run below
+    /// [`HomeCache::record_count`].
+    pub fn record_near(&self, vpath: &str, next: &mut usize) -> Option<usize> {
         let key = vpath.as_bytes();
         let i = *next;
         let at = match self.records.get(i) {
             Some(r)
-                if self.learned.is_empty()
-                    && &self.bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize] == key
+                if &self.bytes[r.key.0 as usize..(r.key.0 + r.key.1) as usize] == key
                     && !self.is_dropped(i) =>
             {
-                Some(i)
+                i
             }
-            _ if self.learned.is_empty() => self.record(vpath),
-            _ => return self.get(vpath, stat),
+            _ => self.record(vpath)?,
         };
-        let i = at?;
-        *next = i + 1;
+        *next = at + 1;
+        Some(at)
+    }
+
+    /// The entry of loaded record `i` (from [`HomeCache::record_near`]) when it is valid for a
+    /// file whose `stat` is `stat`, by the rule of [`HomeCache::get`]. A record shadowed by an
+    /// entry learned during this command is not consulted: `None`.
+    pub fn record_entry(&self, i: usize, stat: &FileStat) -> Option<EntryRef<'_>> {
+        if !self.learned.is_empty() || i >= self.records.len() || self.is_dropped(i) {
+            return None;
+        }
         let entry = EntryRef::Raw(self.body_of(i));
         (entry.stat() == *stat && self.settled(stat.ctime)).then_some(entry)
+    }
+
+    /// How many records the loaded cache file has (dropped ones included).
+    pub fn record_count(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Forget the loaded records whose number `seen` does not mark (files the walk did not
+    /// meet: deleted or moved notes), as [`HomeCache::retain_seen`] does by path. Entries learned
+    /// during this command are kept.
+    pub fn retain_records(&mut self, seen: &[bool]) {
+        let gone: Vec<usize> = (0..self.records.len())
+            .filter(|&i| !self.is_dropped(i) && !seen.get(i).copied().unwrap_or(false))
+            .collect();
+        if !gone.is_empty() {
+            self.dirty = true;
+        }
+        for i in gone {
+            self.drop_record(i);
+        }
     }
 
     /// The entry of `vpath` without checking it: only for an entry [`HomeCache::get`] vouched
