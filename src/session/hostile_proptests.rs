@@ -299,13 +299,14 @@ fn the_light_decoder_agrees_on_every_fixture_line() {
     );
 }
 
-/// The string scan looks at 16 (and 8) bytes at a time: a `"`, `\`, control byte, non-ASCII
-/// sequence (valid, split across two blocks, or invalid) at every offset relative to a block
-/// boundary, and near the end of the line, in a key and in a value, is judged as the full
-/// decoders judge it.
+/// The string scan looks at 32 (AVX2), 16 and 8 bytes at a time and passes over short
+/// escapes inside a block: a `"`, `\`, control byte, non-ASCII sequence (valid, split across
+/// two blocks, or invalid), and runs of escapes followed by what must stop the scan, at every
+/// offset relative to a block boundary (the second 32-byte block too), and near the end of
+/// the line, in a key and in a value, are judged as the full decoders judge them.
 #[test]
 fn the_light_decoder_agrees_at_every_offset_from_a_block_boundary() {
-    let pieces: [&[u8]; 20] = [
+    let pieces: [&[u8]; 26] = [
         b"\"",
         b"\\",
         b"\\\\",
@@ -326,10 +327,17 @@ fn the_light_decoder_agrees_at_every_offset_from_a_block_boundary() {
         &[0xc3, b'x'],
         &[0xed, 0xa0, 0x80],
         &[0xf0, 0x9f, 0x98],
+        // Short escapes side by side, and followed by what must still stop the scan.
+        b"\\n\\t\\\"\\\\",
+        b"\\n\\u00e9",
+        b"\\n\\/",
+        b"\\t\"",
+        b"\\r\x01",
+        "\\bé\\f".as_bytes(),
     ];
     let (mut lines, mut decided) = (0usize, 0usize);
     for piece in pieces {
-        for before in 0..40 {
+        for before in 0..72 {
             for after in 0..40 {
                 let inner = [&b"a".repeat(before)[..], piece, &b"z".repeat(after)[..]].concat();
                 for line in [
