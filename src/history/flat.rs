@@ -14,8 +14,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::projection::{
-    Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window, marker_window,
-    seq_count,
+    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window,
+    marker_window, seq_count,
 };
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
 
@@ -336,7 +336,18 @@ fn sections(bytes: &[u8]) -> Option<Sections<'_>> {
 
 /// Decode the projection encoded in `buf[at..]` of the session `session_id`, keeping `buf`:
 /// its arrays are read in place. `None` for anything but a whole, self-consistent encoding.
-pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
+/// With `delta` (entries appended since the encoding was stored) applied: its
+/// line, event and paired records follow the stored ones (in [`Projection::more`]; nothing
+/// stored is moved or copied), the stored calls it pairs are patched where they lie (a
+/// mapped encoding is private: the file is not written), its windows and tool names replace
+/// the stored ones. `None` when the delta does not belong to this encoding or the result is
+/// not self-consistent.
+pub fn decode_with(
+    mut buf: Bytes,
+    at: usize,
+    delta: Option<&Delta>,
+    session_id: &str,
+) -> Option<Projection> {
     let bytes = buf.get(at..)?;
     let Sections {
         highest_seq,
@@ -350,13 +361,62 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
         tool_names,
         ..
     } = sections(bytes)?;
-    let raw_events = &bytes[events_at..events_at + n_events * EVENT_BYTES];
-    let raw_paired = &bytes[paired_at..paired_at + n_paired * 8];
+    if delta.is_some_and(|d| {
+        d.base_events != n_events || d.base_lines != n_lines || d.base_paired != n_paired
+    }) {
+        return None;
+    }
+    let (highest_seq, windows, tool_names, more, more_lines, more_events, more_paired) = match delta
+    {
+        None => (highest_seq, windows, tool_names, Vec::new(), 0, 0, 0),
+        Some(d) => {
+            let mut more = Vec::with_capacity(d.lines.len() + d.events.len() + d.paired.len());
+            more.extend_from_slice(&d.lines);
+            more.extend_from_slice(&d.events);
+            more.extend_from_slice(&d.paired);
+            (
+                d.highest_seq,
+                d.windows.clone(),
+                d.tool_names.clone(),
+                more,
+                d.lines.len() / LINE_BYTES,
+                d.events.len() / EVENT_BYTES,
+                d.paired.len() / 8,
+            )
+        }
+    };
+    if let Some(d) = delta.filter(|d| !d.patches.is_empty()) {
+        let bytes = buf.writable()?;
+        for &(event, line) in &d.patches {
+            let event = event as usize;
+            if event >= n_events {
+                return None;
+            }
+            let from = at + events_at + event * EVENT_BYTES + 12;
+            bytes
+                .get_mut(from..from + 4)?
+                .copy_from_slice(&line.to_le_bytes());
+        }
+    }
+    let bytes = buf.get(at..)?;
+    let (total_lines, total_events) = (n_lines + more_lines, n_events + more_events);
+    if windows.is_empty() || windows.iter().any(|w| w.events.end > total_events) {
+        return None;
+    }
+    let raw_events = bytes[events_at..events_at + n_events * EVENT_BYTES]
+        .chunks_exact(EVENT_BYTES)
+        .chain(
+            more[more_lines * LINE_BYTES..][..more_events * EVENT_BYTES].chunks_exact(EVENT_BYTES),
+        );
+    let more_paired_at = more_lines * LINE_BYTES + more_events * EVENT_BYTES;
+    let raw_paired = bytes[paired_at..paired_at + n_paired * 8]
+        .chunks_exact(8)
+        .chain(more[more_paired_at..].chunks_exact(8));
     // Every record must read back and refer to what exists, in ascending order.
     let mut previous = 0u64;
-    for b in raw_events.chunks_exact(EVENT_BYTES) {
+    for b in raw_events {
         let e = event_of(b)?;
-        let line_ok = |i: usize| i < n_lines;
+        let line_ok = |i: usize| i < total_lines;
         let lines_ok = match e.source {
             Source::Call { entry, result, .. } => line_ok(entry) && result.is_none_or(line_ok),
             other => line_ok(other.entry()),
@@ -371,7 +431,7 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
         previous = e.seq;
     }
     let mut previous = 0u64;
-    for b in raw_paired.chunks_exact(8) {
+    for b in raw_paired {
         let (result, _) = <(u64, u64)>::read(b);
         if result <= previous {
             return None;
@@ -385,17 +445,24 @@ pub fn decode(buf: Vec<u8>, at: usize, session_id: &str) -> Option<Projection> {
         events: Store::Flat {
             at: at + events_at,
             len: n_events,
+            more_at: more_lines * LINE_BYTES,
+            more_len: more_events,
         },
         paired: Store::Flat {
             at: at + paired_at,
             len: n_paired,
+            more_at: more_paired_at,
+            more_len: more_paired,
         },
         lines: Store::Flat {
             at: at + lines_at,
             len: n_lines,
+            more_at: 0,
+            more_len: more_lines,
         },
         tool_names,
         flat: buf,
+        more,
     })
 }
 

@@ -35,6 +35,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use document::{Document, Loader, ToolFacts, ToolStatus};
+use projection::Bytes;
 pub use projection::{Event, EventRole, Projection, Window};
 pub use read::ReadOptions;
 
@@ -267,15 +268,14 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
         appended,
     } = reopened;
     let (buf, at) = extra.into_parts();
-    let (buf, index) = match appended {
+    let (buf, delta, index) = match appended {
         None => match delta {
-            None => (buf, IndexUse::Reused),
+            None => (Bytes::Mapped(buf), None, IndexUse::Reused),
             Some(delta) => {
-                let Some(buf) = flat::Delta::decode(&delta).and_then(|d| flat::apply(buf, at, &d))
-                else {
+                let Some(delta) = flat::Delta::decode(&delta) else {
                     return Ok(None);
                 };
-                (buf, IndexUse::Reused)
+                (Bytes::Mapped(buf), Some(delta), IndexUse::Reused)
             }
         },
         Some(appended) => {
@@ -297,24 +297,27 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
             let payload = grown
                 .encode()
                 .filter(|payload| appended.delta_fits(payload.len()));
-            let Some(buf) = flat::apply(buf, at, &grown) else {
-                return Ok(None);
-            };
-            let written = payload
-                .as_ref()
-                .is_some_and(|payload| appended.write_delta(&file, payload))
-                || flat::merged_side(&side, &grown)
-                    .is_some_and(|merged| appended.write(&file, &buf[at..], &merged.slices()));
-            let index = if written {
-                IndexUse::Extended
+            if let Some(payload) = payload
+                && appended.write_delta(&file, &payload)
+            {
+                (Bytes::Mapped(buf), Some(grown), IndexUse::Extended)
             } else {
-                IndexUse::Unavailable
-            };
-            (buf, index)
+                let Some(front) = flat::apply(buf.to_vec(), at, &grown) else {
+                    return Ok(None);
+                };
+                let written = flat::merged_side(&side, &grown)
+                    .is_some_and(|merged| appended.write(&file, &front[at..], &merged.slices()));
+                let index = if written {
+                    IndexUse::Extended
+                } else {
+                    IndexUse::Unavailable
+                };
+                (Bytes::Owned(front), None, index)
+            }
         }
     };
     Ok(
-        flat::decode(buf, at, &file.header.id).map(|projection| Opened {
+        flat::decode_with(buf, at, delta.as_ref(), &file.header.id).map(|projection| Opened {
             file,
             projection,
             index,

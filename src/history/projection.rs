@@ -116,7 +116,7 @@ pub struct Window {
 }
 
 /// The projection of one session's active branch.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Projection {
     pub session_id: String,
     pub highest_seq: u64,
@@ -131,7 +131,38 @@ pub struct Projection {
     /// Distinct tool names (`Event::tool_name` indexes into it).
     pub tool_names: Vec<String>,
     /// The flat encoding the `Store::Flat` arrays are read from (see `super::flat`).
-    pub(super) flat: Vec<u8>,
+    pub(super) flat: Bytes,
+    /// Records appended to the flat encoding's arrays (a delta since it was stored).
+    pub(super) more: Vec<u8>,
+}
+
+/// The bytes of a flat encoding: owned, or mapped from the index file where the page cache
+/// holds them.
+#[derive(Debug)]
+pub(super) enum Bytes {
+    Owned(Vec<u8>),
+    Mapped(crate::session::mapped::Mapped),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(m) => m,
+        }
+    }
+}
+
+impl Bytes {
+    /// The bytes, writable (a mapping privately: the file is not changed); `None` when a
+    /// mapping cannot be made writable.
+    pub(super) fn writable(&mut self) -> Option<&mut [u8]> {
+        match self {
+            Bytes::Owned(v) => Some(v),
+            Bytes::Mapped(m) => m.writable(),
+        }
+    }
 }
 
 /// An array of a projection: built in memory, or read in place from its flat encoding (so a
@@ -139,10 +170,13 @@ pub struct Projection {
 #[derive(Debug, Clone)]
 pub(super) enum Store<T> {
     Owned(Vec<T>),
-    /// `len` records of `T::BYTES` bytes at `at` in `Projection::flat`.
+    /// `len` records of `T::BYTES` bytes at `at` in `Projection::flat`, then `more_len` at
+    /// `more_at` in `Projection::more`.
     Flat {
         at: usize,
         len: usize,
+        more_at: usize,
+        more_len: usize,
     },
 }
 
@@ -157,16 +191,20 @@ impl<T: Record> Store<T> {
     fn len(&self) -> usize {
         match self {
             Store::Owned(v) => v.len(),
-            Store::Flat { len, .. } => *len,
+            Store::Flat { len, more_len, .. } => len + more_len,
         }
     }
 
-    fn get(&self, flat: &[u8], i: usize) -> T {
+    fn get(&self, flat: &[u8], more: &[u8], i: usize) -> T {
         match self {
             Store::Owned(v) => v[i],
-            Store::Flat { at, .. } => {
+            Store::Flat { at, len, .. } if i < *len => {
                 let from = at + i * T::BYTES;
                 T::read(&flat[from..from + T::BYTES])
+            }
+            Store::Flat { len, more_at, .. } => {
+                let from = more_at + (i - len) * T::BYTES;
+                T::read(&more[from..from + T::BYTES])
             }
         }
     }
@@ -435,7 +473,8 @@ impl Projection {
             paired: Store::Owned(paired_results),
             lines: Store::Owned(lines),
             tool_names,
-            flat: Vec::new(),
+            flat: Bytes::Owned(Vec::new()),
+            more: Vec::new(),
         };
         (projection, entry_of_line)
     }
@@ -447,7 +486,7 @@ impl Projection {
 
     /// The `i`-th event (ascending by seq).
     pub fn event(&self, i: usize) -> Event {
-        self.events.get(&self.flat, i)
+        self.events.get(&self.flat, &self.more, i)
     }
 
     /// Every event, ascending by seq.
@@ -457,7 +496,7 @@ impl Projection {
 
     /// The `i`-th session line of `Source` indexes.
     pub fn line(&self, i: usize) -> Line {
-        self.lines.get(&self.flat, i)
+        self.lines.get(&self.flat, &self.more, i)
     }
 
     /// How many session lines events are built from.
@@ -467,7 +506,7 @@ impl Projection {
 
     /// Consumed tool results as (result seq, call seq), ascending.
     pub fn paired_results(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (0..self.paired.len()).map(|i| self.paired.get(&self.flat, i))
+        (0..self.paired.len()).map(|i| self.paired.get(&self.flat, &self.more, i))
     }
 
     /// The index of the event at `seq` in [`Projection::event`] order.
@@ -499,7 +538,7 @@ impl Projection {
         let (mut lo, mut hi) = (0, self.paired.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let (result, call) = self.paired.get(&self.flat, mid);
+            let (result, call) = self.paired.get(&self.flat, &self.more, mid);
             match result.cmp(&seq) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,

@@ -34,6 +34,7 @@ use compact_str::CompactString;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use sha1::{Digest, Sha1};
 
+use super::mapped::Mapped;
 use super::{
     Decoded, Entry, EntryKind, Header, LineReader, LineTest, MessageMeta, PositionedReader, Role,
     SessionError, ToolCallMeta, decode_range, io_error_of,
@@ -197,15 +198,16 @@ pub(crate) struct Peeked {
     pub grow: Grow,
 }
 
-/// The extra data of an index, as read (the tail of a buffer, so it is not copied).
+/// The extra data of an index, as read (the tail of the mapped front section, so it is not
+/// copied).
 pub struct Extra {
-    buf: Vec<u8>,
+    buf: Mapped,
     at: usize,
 }
 
 impl Extra {
-    /// The buffer and where in it the extra data starts.
-    pub fn into_parts(self) -> (Vec<u8>, usize) {
+    /// The mapped front section and where in it the extra data starts.
+    pub fn into_parts(self) -> (Mapped, usize) {
         (self.buf, self.at)
     }
 }
@@ -232,13 +234,14 @@ pub struct Grow {
 }
 
 impl Grow {
-    /// The side data stored with the extra data, checked (`None` when absent or damaged).
-    pub fn side(&self) -> Option<Vec<u8>> {
-        if self.side_len == 0 {
-            return None;
-        }
-        let mut side = vec![0u8; usize::try_from(self.side_len).ok()?];
-        self.index.read_exact_at(&mut side, self.side_at).ok()?;
+    /// The side data stored with the extra data (mapped), checked (`None` when absent or
+    /// damaged).
+    pub fn side(&self) -> Option<Mapped> {
+        let side = Mapped::map(
+            &self.index,
+            self.side_at,
+            usize::try_from(self.side_len).ok()?,
+        )?;
         (side_sum(&[&side]) == self.side_sum).then_some(side)
     }
 
@@ -457,7 +460,7 @@ pub(crate) fn peek(
         ino: meta.ino(),
     };
     let target = index_path(cache, &canonical);
-    let Some((index, index_len, pre, mut front)) = read_front(&target) else {
+    let Some((index, index_len, pre, front)) = read_front(&target) else {
         return Ok(None);
     };
     let mut r = In { buf: &front, at: 0 };
@@ -491,7 +494,7 @@ pub(crate) fn peek(
         indexed: now.indexed_len,
         complete,
         extra: Extra {
-            buf: std::mem::take(&mut front),
+            buf: front,
             at: extra_at,
         },
         delta,
@@ -1303,17 +1306,15 @@ fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
 
 /// The open index file `path`, its length, its preamble and its checked front section
 /// (nothing else is read or checked).
-fn read_front(path: &Path) -> Option<(File, u64, Pre, Vec<u8>)> {
+fn read_front(path: &Path) -> Option<(File, u64, Pre, Mapped)> {
     let file = File::open(path).ok()?;
     let mut pre = [0u8; PREAMBLE];
     file.read_exact_at(&mut pre, 0).ok()?;
     let pre = preamble(&pre)?;
     let len = file.metadata().ok()?.len();
-    if pre.front_len as u64 > len {
-        return None;
-    }
-    let mut front = vec![0u8; pre.front_len];
-    file.read_exact_at(&mut front, PREAMBLE as u64).ok()?;
+    // Mapped, not read: the page cache's pages are used as they are (`Mapped::map` checks
+    // the length).
+    let front = Mapped::map(&file, PREAMBLE as u64, pre.front_len)?;
     front_ok(&front, pre.front_sum).then_some((file, len, pre, front))
 }
 

@@ -26,6 +26,7 @@
 
 pub mod index;
 mod light;
+pub mod mapped;
 mod skeleton;
 
 #[cfg(test)]
@@ -463,8 +464,8 @@ impl Appended {
         &self.decoded.entries
     }
 
-    /// The side data stored with the index's extra data (checked), if any.
-    pub fn side(&self) -> Option<Vec<u8>> {
+    /// The side data stored with the index's extra data (checked, mapped), if any.
+    pub fn side(&self) -> Option<mapped::Mapped> {
         self.grow.side()
     }
 
