@@ -182,12 +182,16 @@ impl<'a> Reader<'a> {
     }
 }
 
+#[inline]
 fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
+#[inline]
 fn le64(b: &[u8], at: usize) -> u64 {
-    u64::from(le32(b, at)) | u64::from(le32(b, at + 4)) << 32
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(word)
 }
 
 impl Record for Line {
@@ -499,6 +503,7 @@ struct Side<'a> {
     open: Vec<(u32, String)>,
 }
 
+#[inline]
 fn u64_at(b: &[u8], i: usize) -> u64 {
     le64(b, i * 8)
 }
@@ -676,7 +681,15 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
         open.push((event, r.string()?));
     }
     // Both hash arrays are searched by bisection.
-    let sorted = |b: &[u8]| (1..b.len() / 8).all(|i| u64_at(b, i - 1) <= u64_at(b, i));
+    let sorted = |b: &[u8]| {
+        let mut previous = 0u64;
+        b.chunks_exact(8).all(|w| {
+            let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            let ok = v >= previous;
+            previous = v;
+            ok
+        })
+    };
     if r.at != bytes.len() || !sorted(branch) || !sorted(result_hashes) {
         return None;
     }
