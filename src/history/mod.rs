@@ -339,7 +339,7 @@ fn open_testing_lines(
     {
         return Ok((opened, Vec::new()));
     }
-    let (mut session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
+    let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
     // The index's skeleton is encoded before the projection is built (when the index is
     // built, the decode threads did it already), not beside it on another core: its string
@@ -367,21 +367,11 @@ fn open_testing_lines(
     });
     let side = ids.and_then(|ids| flat::side_with(&session, &projection, &entry_of_line, ids));
     drop(branch);
-    // The skeleton is freed before the index is written (peak memory); when the projection
-    // is stored, on a second core while this one encodes it.
-    let entries = std::mem::take(&mut session.entries);
+    // The skeleton is freed before the index is written (peak memory).
     let file = session.into_file();
-    let extra = if storable {
-        std::thread::scope(|scope| {
-            scope.spawn(move || drop(entries));
-            flat::encode(&projection)
-        })
-    } else {
-        drop(entries);
-        None
-    };
     let mut index = used;
     if let Some(pending) = pending {
+        let extra = storable.then(|| flat::encode(&projection)).flatten();
         index = pending.write(extra.as_deref(), side.as_deref(), used);
     }
     let line_flags = if flags.is_empty() {
