@@ -749,8 +749,14 @@ proptest! {
 /// A session with calls, results, bash runs and summaries, long enough that its index (with
 /// the stored projection) stays under its share of the file.
 fn stored_projection_session() -> tempfile::NamedTempFile {
+    write_raw(&stored_projection_spec(6))
+}
+
+/// `rounds` rounds of a question, an answer with two calls, a result, a bash run, then a
+/// summary.
+fn stored_projection_spec(rounds: usize) -> Vec<RawKind> {
     let mut spec = Vec::new();
-    for i in 0..6 {
+    for i in 0..rounds {
         spec.push(RawKind::User(format!("question {i} about quokka")));
         spec.push(RawKind::Assistant {
             text: format!("answer {i}"),
@@ -770,7 +776,7 @@ fn stored_projection_session() -> tempfile::NamedTempFile {
         });
     }
     spec.push(RawKind::Summary("summary of quokka".into()));
-    write_raw(&spec)
+    spec
 }
 
 #[test]
@@ -860,29 +866,9 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
 /// file of another index file) is harmless.
 #[test]
 fn the_growth_file_answers_alike_folds_and_every_damage_of_it_is_harmless() {
-    // Eight rounds of the stored projection session's pattern: an index file large enough
-    // that a few appends fit in its growth file before a fold.
-    let mut spec = Vec::new();
-    for i in 0..48 {
-        spec.push(RawKind::User(format!("question {i} about quokka")));
-        spec.push(RawKind::Assistant {
-            text: format!("answer {i}"),
-            calls: vec![
-                ("read".into(), format!(r#"{{"path":"src/{i}.rs","n":1.0}}"#)),
-                ("grep".into(), r#"{"q":"x"}"#.into()),
-            ],
-        });
-        spec.push(RawKind::Result {
-            call: (2 * i) % 12,
-            text: format!("output {i}"),
-            nested: None,
-        });
-        spec.push(RawKind::Bash {
-            command: format!("ls {i}"),
-            output: "a b".into(),
-        });
-    }
-    spec.push(RawKind::Summary("summary of quokka".into()));
+    // Eight times the stored projection session: an index file large enough that a few
+    // appends fit in its growth file before a fold.
+    let spec = stored_projection_spec(48);
     let file = write_raw(&spec);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");

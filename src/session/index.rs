@@ -262,21 +262,9 @@ impl Grow {
         extra: &[u8],
         side: &[&[u8]],
     ) -> bool {
-        let Some(header) = appended.header.as_ref() else {
+        let Some(head) = self.grown_head(file, complete, appended, chunk.len()) else {
             return false;
         };
-        let Ok((head_hash, tail_hash)) = edges(file, complete) else {
-            return false;
-        };
-        let back_len = self.back_len + (self.grown_chunks.len() + chunk.len()) as u64;
-        let head = encode_head(
-            &self.identity,
-            complete,
-            &head_hash,
-            &tail_hash,
-            header,
-            (appended.lines, appended.skipped, back_len),
-        );
         let back = Back::Copy {
             from: &self.index,
             at: self.back_at,
@@ -289,6 +277,29 @@ impl Grow {
             let _ = fs::remove_file(grow_path(&self.target));
         }
         written
+    }
+
+    /// The head of an index (or growth file) covering `complete` bytes of `file` once
+    /// `appended` and its skeleton chunk of `chunk` bytes are added; `None` when `appended` has no header or the file's edges cannot be read.
+    fn grown_head(
+        &self,
+        file: &File,
+        complete: u64,
+        appended: &Decoded,
+        chunk: usize,
+    ) -> Option<Vec<u8>> {
+        let header = appended.header.as_ref()?;
+        let (head_hash, tail_hash) = edges(file, complete).ok()?;
+        let back_len = self.back_len + (self.grown_chunks.len() + chunk) as u64;
+        let head = encode_head(
+            &self.identity,
+            complete,
+            &head_hash,
+            &tail_hash,
+            header,
+            (appended.lines, appended.skipped, back_len),
+        );
+        Some(head)
     }
 
     /// Bytes of a growth file holding `payload` and the skeleton chunks since the index file
@@ -320,21 +331,9 @@ impl Grow {
         chunk: &[u8],
         payload: &[u8],
     ) -> bool {
-        let Some(header) = appended.header.as_ref() else {
+        let Some(head) = self.grown_head(file, complete, appended, chunk.len()) else {
             return false;
         };
-        let Ok((head_hash, tail_hash)) = edges(file, complete) else {
-            return false;
-        };
-        let back_len = self.back_len + (self.grown_chunks.len() + chunk.len()) as u64;
-        let head = encode_head(
-            &self.identity,
-            complete,
-            &head_hash,
-            &tail_hash,
-            header,
-            (appended.lines, appended.skipped, back_len),
-        );
         let mut body = Out {
             buf: Vec::with_capacity(
                 BINDING + head.len() + payload.len() + self.grown_chunks.len() + chunk.len() + 16,
