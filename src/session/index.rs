@@ -422,13 +422,7 @@ fn read_grow(
     // Whole chunks, each with its checksum.
     let mut rest = chunks;
     while !rest.is_empty() {
-        let len = usize::try_from(u64::from_le_bytes(rest.get(..8)?.try_into().ok()?)).ok()?;
-        let sum = u64::from_le_bytes(rest.get(8..16)?.try_into().ok()?);
-        let chunk_body = rest.get(16..16usize.checked_add(len)?)?;
-        if checksum(chunk_body) != sum {
-            return None;
-        }
-        rest = &rest[16 + len..];
+        (_, rest) = split_chunk(rest)?;
     }
     let valid = head.back_len == base.back_len.checked_add(chunks.len() as u64)?
         && head.indexed_len > base.indexed_len
@@ -1350,6 +1344,16 @@ fn decode_head(r: &mut In<'_>) -> Option<Head> {
     })
 }
 
+/// The first skeleton chunk of `bytes` (length, checksum, body) and what follows it; `None`
+/// when it is cut short or its checksum does not match its body.
+fn split_chunk(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    let sum = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    let end = 16usize.checked_add(len)?;
+    let body = bytes.get(16..end)?;
+    (checksum(body) == sum).then(|| (body, &bytes[end..]))
+}
+
 /// Decode an index file; `None` for anything but a whole index of this format.
 fn decode(file: &[u8]) -> Option<Stored> {
     let (front, _side, mut back) = checked_sections(file)?;
@@ -1365,14 +1369,9 @@ fn decode(file: &[u8]) -> Option<Stored> {
     }
     let mut entries: Vec<Entry> = Vec::new();
     while !back.is_empty() {
-        let len = usize::try_from(u64::from_le_bytes(back.get(..8)?.try_into().ok()?)).ok()?;
-        let sum = u64::from_le_bytes(back.get(8..16)?.try_into().ok()?);
-        let body = back.get(16..16usize.checked_add(len)?)?;
-        if checksum(body) != sum {
-            return None;
-        }
+        let body;
+        (body, back) = split_chunk(back)?;
         decode_chunk(body, indexed_len, lines, &mut entries)?;
-        back = &back[16 + len..];
     }
     Some(Stored {
         decoded: Decoded {
