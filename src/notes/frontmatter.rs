@@ -91,7 +91,7 @@ pub fn parse(raw: &str) -> Parsed<'_> {
     };
     let fields = parse_fields(&raw[keys_start..fence]);
     let body = &raw[body_start..];
-    let body = if body.contains('\r') {
+    let body = if memchr::memchr(b'\r', body.as_bytes()).is_some() {
         // Lines lose one trailing `\r` each when a block exists.
         let mut out = body.replace("\r\n", "\n");
         if out.ends_with('\r') {

@@ -37,8 +37,8 @@ pub use identity::{
 pub use note::{MAX_NOTE_BYTES, NoteMeta, Origin, format_stamp, parse_note, serialize_note};
 pub use query::{Query, address_order, recency_order};
 pub use store::{
-    Change, ChangeKind, Edit, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, Store,
-    UpdateOptions, UpdateReceipt, WithStatus, WriteOutcome, WriteReceipt,
+    Change, ChangeKind, Edit, LinesKept, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow,
+    Status, Store, UpdateOptions, UpdateReceipt, WithStatus, WriteOutcome, WriteReceipt,
 };
 
 /// Whether a note file's text is crumpled (its frontmatter has a `crumpledAt` key).

@@ -166,6 +166,32 @@ pub struct SearchRow {
     pub matches: Vec<LineMatch>,
 }
 
+/// Which rows of a search keep their matching lines; every row keeps `matches_total`.
+///
+/// In recency order, a row keeps its lines while fewer than `rows` rows come before it and the
+/// line texts kept by the rows before it hold at most `text_bytes` bytes; every later row has
+/// an empty `matches`. A response of bounded size shows only such a leading part, so a search
+/// for a common word need not copy every matching line of every note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinesKept {
+    pub rows: usize,
+    pub text_bytes: usize,
+}
+
+impl LinesKept {
+    /// Every row keeps its lines.
+    pub const ALL: LinesKept = LinesKept {
+        rows: usize::MAX,
+        text_bytes: usize::MAX,
+    };
+
+    /// Whether row `index`, after rows whose kept lines hold `bytes_before` bytes, keeps its
+    /// lines.
+    pub(crate) fn keeps(self, index: usize, bytes_before: usize) -> bool {
+        index < self.rows && bytes_before <= self.text_bytes
+    }
+}
+
 /// What a listing or search could not see.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
@@ -650,7 +676,7 @@ impl Store {
         max_matches_per_file: Option<usize>,
     ) -> Result<Vec<SearchRow>, NoteError> {
         let matcher = Matcher::new(queries)?;
-        let found = self.search_scan(&matcher, query, max_matches_per_file)?;
+        let found = self.search_scan(&matcher, query, max_matches_per_file, LinesKept::ALL)?;
         strict((found.rows, found.failed))
     }
 
@@ -673,8 +699,20 @@ impl Store {
         query: &Query,
         max_matches_per_file: Option<usize>,
     ) -> Result<WithStatus<SearchRow>, NoteError> {
+        self.search_keeping(queries, query, max_matches_per_file, LinesKept::ALL)
+    }
+
+    /// Like [`Store::search_with_status`], with lines kept only by the leading rows `kept`
+    /// describes (the rest keep their counts).
+    pub fn search_keeping<S: AsRef<str>>(
+        &self,
+        queries: &[S],
+        query: &Query,
+        max_matches_per_file: Option<usize>,
+        kept: LinesKept,
+    ) -> Result<WithStatus<SearchRow>, NoteError> {
         let matcher = Matcher::new(queries)?;
-        let found = self.search_scan(&matcher, query, max_matches_per_file)?;
+        let found = self.search_scan(&matcher, query, max_matches_per_file, kept)?;
         Ok(WithStatus {
             rows: found.rows,
             status: found.status,

@@ -12,8 +12,8 @@ use super::identity::Identity;
 use super::note::{NoteMeta, format_stamp};
 use super::query::LineMatch;
 use super::store::{
-    ChangeKind, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status, UpdateReceipt,
-    WithStatus, WriteReceipt,
+    ChangeKind, LinesKept, NoteList, NoteRow, ReadNote, RenameReceipt, SearchRow, Status,
+    UpdateReceipt, WithStatus, WriteReceipt,
 };
 use crate::envelope::{OUTPUT_BUDGET_BYTES, fits, largest_fitting, ok_envelope_bytes};
 use crate::window::{Cut, Reading, Window, continuation};
@@ -694,6 +694,21 @@ fn match_parts(m: &LineMatch, text: &str, truncated: bool) -> (Value, String) {
 
 /// `notes-search`: files with their matching lines, recent first; the first file alone may be
 /// shrunk (fewer matches, then a shortened first line) so that something is always returned.
+/// How many bytes of row text a search response prepares before it stops looking at further
+/// rows (it then keeps the longest prefix that fits the budget).
+const SEARCH_PREPARED_BYTES: usize = 2 * OUTPUT_BUDGET_BYTES;
+
+/// Which rows [`search_result`] can show lines of, given the request's `limit`: the search
+/// need keep no others' lines (each row's prepared text holds its lines, so lines past
+/// [`SEARCH_PREPARED_BYTES`] are past every row it prepares).
+pub fn search_lines_kept(limit: Option<usize>) -> LinesKept {
+    LinesKept {
+        rows: limit.unwrap_or(usize::MAX),
+        text_bytes: SEARCH_PREPARED_BYTES,
+    }
+}
+
+/// `listing` must keep lines in at least the rows [`search_lines_kept`] names for `limit`.
 pub fn search_result(
     listing: &WithStatus<SearchRow>,
     limit: Option<usize>,
@@ -706,8 +721,12 @@ pub fn search_result(
         |rows: &[(Value, String)], more: usize| render_snapshot(rows, more, status, &SEARCH_WORDS);
     let rows = prepare_rows(
         &listing.rows[..take],
-        2 * OUTPUT_BUDGET_BYTES,
+        SEARCH_PREPARED_BYTES,
         |row: &&SearchRow| {
+            debug_assert!(
+                row.matches_total == 0 || !row.matches.is_empty(),
+                "a prepared row kept its lines"
+            );
             let parts: Vec<(Value, String)> = row
                 .matches
                 .iter()

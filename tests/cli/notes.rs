@@ -764,6 +764,37 @@ fn search_shrinks_an_oversized_first_file() {
 }
 
 #[test]
+fn a_search_matching_every_note_shows_the_newest_with_their_lines() {
+    // 400 notes, each with long lines holding the word: far more than a response shows. The
+    // search copies lines only for the leading rows; the ones shown still have all of theirs.
+    let env = Env::new();
+    let home = env.notes().join("human");
+    fs::create_dir_all(&home).unwrap();
+    let line = format!("common {}", "w".repeat(300));
+    for i in 0..400 {
+        let stamp = format!("2026-01-01T00:{:02}:{:02}.000Z", i / 60, i % 60);
+        fs::write(
+            home.join(format!("n{i:03}.md")),
+            format!("---\nupdatedAt: {stamp}\n---\n\n{line}\n{line}\n"),
+        )
+        .unwrap();
+    }
+    let data = env.ok("notes-search", json!({"query": "COMMON"}));
+    let files = data["files"].as_array().unwrap();
+    assert!(!files.is_empty() && files.len() < 400, "{}", files.len());
+    assert_eq!(data["more"], 400 - files.len());
+    for (k, file) in files.iter().enumerate() {
+        assert_eq!(file["address"], format!("@human/n{:03}.md", 399 - k));
+        assert_eq!(file["matches_total"], 2);
+        assert_eq!(file["matches"].as_array().unwrap().len(), 2, "{file}");
+    }
+    let data = env.ok("notes-search", json!({"query": "common", "limit": 3}));
+    assert_eq!(data["files"].as_array().unwrap().len(), 3);
+    assert_eq!(data["files"][2]["matches"].as_array().unwrap().len(), 2);
+    assert_eq!(data["more"], 397);
+}
+
+#[test]
 fn project_key_names_the_main_checkout() {
     let env = Env::new();
     let main = env.dir.path().join("repo");

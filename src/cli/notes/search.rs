@@ -8,7 +8,7 @@ use crate::cli::common::{IdentityArgs, query_strings};
 use crate::cli::error::invalid_request;
 use crate::cli::{CmdError, Ctx, Io};
 use crate::envelope::Reply;
-use crate::notes::wire::search_result;
+use crate::notes::wire::{search_lines_kept, search_result};
 
 /// Search note bodies for literals, case-insensitively.
 ///
@@ -67,7 +67,7 @@ pub fn run(args: Args, ctx: &Ctx, io: &mut Io) -> Result<Reply, CmdError> {
         request.wastebasket,
     )?;
     let per_file = request.max_matches_per_file.map(|m| m as usize);
-    let listing = store.search_with_status(&queries, &query, per_file)?;
     let limit = request.limit.map(|l| l as usize);
+    let listing = store.search_keeping(&queries, &query, per_file, search_lines_kept(limit))?;
     Ok(reply(search_result(&listing, limit, store.identity())?))
 }

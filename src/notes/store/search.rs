@@ -13,6 +13,8 @@
 //! swapped for a symlink while walking is skipped). A home that cannot be walked or read
 //! (any other error) is reported unavailable and contributes no rows and no counts.
 
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read};
 use std::ops::Range;
@@ -20,8 +22,8 @@ use std::sync::Arc;
 
 use super::work_queue::WorkQueue;
 use super::{
-    Address, Dir, EntryKind, Home, NoteError, NoteMeta, Query, SearchRow, Status, Store, confine,
-    epoch, frontmatter, open_home, stamp_fallback,
+    Address, Dir, EntryKind, Home, LinesKept, NoteError, NoteMeta, Query, SearchRow, Status, Store,
+    confine, epoch, frontmatter, open_home, stamp_fallback,
 };
 use crate::notes::query::{Matcher, recency_order};
 
@@ -42,12 +44,14 @@ pub(super) struct Searched {
 }
 
 impl Store {
-    /// Search the homes `query` selects for `matcher`, keeping at most `max` lines per file.
+    /// Search the homes `query` selects for `matcher`, keeping at most `max` lines per file,
+    /// and lines only in the leading rows `kept` describes.
     pub(super) fn search_scan(
         &self,
         matcher: &Matcher,
         query: &Query,
         max: Option<usize>,
+        kept: LinesKept,
     ) -> Result<Searched, NoteError> {
         let plan = query.plan(&self.identity)?;
         let homes = self.homes_of(&plan, query)?;
@@ -79,6 +83,7 @@ impl Store {
         let job = Job {
             matcher,
             max,
+            kept,
             pattern: plan.pattern.as_ref(),
             wastebasket: plan.wastebasket,
             prefixes: &prefixes,
@@ -120,6 +125,16 @@ impl Store {
             recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
                 .then(ah.cmp(bh))
         });
+        // The workers kept lines for a superset of the leading rows (see `Kept`); the rest
+        // drop theirs here, so which rows have lines never depends on thread timing.
+        let mut bytes_before = 0usize;
+        for (index, (_, row)) in rows.iter_mut().enumerate() {
+            if kept.keeps(index, bytes_before) {
+                bytes_before += line_bytes(&row.matches);
+            } else {
+                row.matches = Vec::new();
+            }
+        }
         let mut status = Status::default();
         let mut extra_unavailable = Vec::new();
         let mut extra_symlinked = Vec::new();
@@ -151,10 +166,16 @@ impl Store {
     }
 }
 
+/// The bytes of the line texts of `matches`.
+fn line_bytes(matches: &[crate::notes::query::LineMatch]) -> usize {
+    matches.iter().map(|m| m.text.len()).sum()
+}
+
 /// What every worker needs to know about the search.
 struct Job<'a> {
     matcher: &'a Matcher,
     max: Option<usize>,
+    kept: LinesKept,
     pattern: Option<&'a regex::Regex>,
     wastebasket: bool,
     /// Per home: its address prefix.
@@ -268,8 +289,84 @@ struct Found {
     failed: Vec<bool>,
 }
 
+/// Where one of a worker's hits ranks (the final order: recency, address, home).
+struct Rank {
+    updated_at: chrono::DateTime<chrono::FixedOffset>,
+    display: String,
+    home: usize,
+    /// Its index in the worker's hits, and the bytes of its kept lines.
+    hit: usize,
+    bytes: usize,
+}
+
+impl Ord for Rank {
+    fn cmp(&self, other: &Rank) -> Ordering {
+        recency_order(
+            self.updated_at,
+            &self.display,
+            other.updated_at,
+            &other.display,
+        )
+        .then(self.home.cmp(&other.home))
+        .then(self.hit.cmp(&other.hit))
+    }
+}
+
+impl PartialOrd for Rank {
+    fn partial_cmp(&self, other: &Rank) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Rank {
+    fn eq(&self, other: &Rank) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Rank {}
+
+/// A worker's hits that still keep their lines, in rank order. A hit leaves (its lines are
+/// dropped, or never copied) once this worker alone holds `kept.rows` hits before it, or hits
+/// before it whose lines exceed `kept.text_bytes`: all workers together hold at least as many
+/// before it, so it cannot be a leading row. Without this, a common word would copy every
+/// matching line of every note, though a response shows a few rows.
+#[derive(Default)]
+struct Kept {
+    ranks: BTreeSet<Rank>,
+    bytes: usize,
+}
+
+impl Kept {
+    /// No hit ranked after the last one kept can keep lines any more.
+    fn saturated(&self, kept: LinesKept) -> bool {
+        self.ranks.len() >= kept.rows || self.bytes > kept.text_bytes
+    }
+
+    /// Whether a hit ranked `rank` would be kept now.
+    fn admits(&self, rank: &Rank, kept: LinesKept) -> bool {
+        !self.saturated(kept) || self.ranks.last().is_some_and(|last| rank < last)
+    }
+
+    /// Keep `rank`'s lines; returns the hits whose lines must now be dropped.
+    fn insert(&mut self, rank: Rank, kept: LinesKept, dropped: &mut Vec<usize>) {
+        self.bytes += rank.bytes;
+        self.ranks.insert(rank);
+        while let Some(last) = self.ranks.last() {
+            let before = self.bytes - last.bytes;
+            if kept.keeps(self.ranks.len() - 1, before) {
+                break;
+            }
+            self.bytes = before;
+            dropped.extend(self.ranks.pop_last().map(|r| r.hit));
+        }
+    }
+}
+
 struct Worker<'a> {
     job: &'a Job<'a>,
+    kept: Kept,
+    dropped: Vec<usize>,
     /// The file being searched (kept at its largest length: no zeroing per file).
     buf: Vec<u8>,
     /// The address being tested against the glob.
@@ -281,6 +378,8 @@ impl<'a> Worker<'a> {
     fn new(job: &'a Job<'a>, homes: usize) -> Worker<'a> {
         Worker {
             job,
+            kept: Kept::default(),
+            dropped: Vec::new(),
             buf: Vec::new(),
             display: String::new(),
             found: Found {
@@ -401,20 +500,51 @@ impl<'a> Worker<'a> {
         if !job.matcher.may_match(bytes) {
             return;
         }
-        let text = String::from_utf8_lossy(bytes);
+        // `from_utf8_lossy` checks byte by byte; `from_utf8` skips ASCII a word at a time, and
+        // nearly every note is valid UTF-8 (the lossy pass is only for the rest).
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let parsed = frontmatter::parse(&text);
-        let (matches, total) = job.matcher.lines(&parsed.body, job.max);
+        // Once saturated, most hits rank after every kept one: count their lines, copy none.
+        let saturated = self.kept.saturated(job.kept);
+        let (mut matches, total) = job
+            .matcher
+            .lines(&parsed.body, if saturated { Some(0) } else { job.max });
         if total == 0 {
             return;
         }
         let fallback = stamp_fallback(&parsed.fields, &listed.at.dir, OsStr::new(name), epoch());
+        let meta = NoteMeta::from_fields(&parsed.fields, fallback);
+        let rel = child_rel(&listed.at.rel, name);
+        let hit = self.found.hits.len();
+        let mut rank = Rank {
+            updated_at: meta.updated_at,
+            display: format!("{}{}", job.prefixes[home], rel),
+            home,
+            hit,
+            bytes: 0,
+        };
+        if self.kept.admits(&rank, job.kept) {
+            if saturated {
+                matches = job.matcher.lines(&parsed.body, job.max).0;
+            }
+            rank.bytes = line_bytes(&matches);
+            self.kept.insert(rank, job.kept, &mut self.dropped);
+        } else {
+            matches = Vec::new();
+        }
         self.found.hits.push(Hit {
             home,
-            rel: child_rel(&listed.at.rel, name),
-            meta: NoteMeta::from_fields(&parsed.fields, fallback),
+            rel,
+            meta,
             matches,
             total,
         });
+        for dropped in self.dropped.drain(..) {
+            self.found.hits[dropped].matches = Vec::new();
+        }
     }
 }
 
@@ -706,6 +836,7 @@ mod tests {
             queries in proptest::collection::vec(query_text(), 1..3),
             wastebasket in any::<bool>(),
             max in proptest::option::of(1..3usize),
+            kept in proptest::option::of((1..6usize, 0..400usize)),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let root = dir.path().join("notes");
@@ -724,8 +855,31 @@ mod tests {
             let query = Query { wastebasket, ..Query::default() };
             let found = store.search_with_status(&queries, &query, max).unwrap();
             prop_assert_eq!(format!("{:#?}", found.rows), format!("{rows:#?}"));
-            prop_assert_eq!(found.status, status);
+            prop_assert_eq!(&found.status, &status);
+            if let Some((rows_kept, text_bytes)) = kept {
+                let kept = LinesKept { rows: rows_kept, text_bytes };
+                let found = store.search_keeping(&queries, &query, max, kept).unwrap();
+                prop_assert_eq!(
+                    format!("{:#?}", found.rows),
+                    format!("{:#?}", leading_lines(rows, kept))
+                );
+                prop_assert_eq!(found.status, status);
+            }
         }
+    }
+
+    /// `rows` (in order, every one with its lines) as a search keeping `kept` gives them,
+    /// computed directly from the definition of [`LinesKept`].
+    fn leading_lines(mut rows: Vec<SearchRow>, kept: LinesKept) -> Vec<SearchRow> {
+        let mut bytes = 0;
+        for (index, row) in rows.iter_mut().enumerate() {
+            if index < kept.rows && bytes <= kept.text_bytes {
+                bytes += row.matches.iter().map(|m| m.text.len()).sum::<usize>();
+            } else {
+                row.matches.clear();
+            }
+        }
+        rows
     }
 
     #[test]
@@ -783,6 +937,22 @@ mod tests {
             assert!(!rows.is_empty());
             assert_eq!(format!("{:?}", found.rows), format!("{rows:?}"));
             assert_eq!(found.status, status);
+            // Workers drop lines by what each one alone holds; the answer is still exactly
+            // the leading rows with lines, however the files were shared out.
+            let mut cut = 0;
+            for (rows_kept, text_bytes) in [(1, usize::MAX), (40, usize::MAX), (500, 300)] {
+                let kept = LinesKept {
+                    rows: rows_kept,
+                    text_bytes,
+                };
+                let found = store
+                    .search_keeping(&queries, &query, Some(1), kept)
+                    .unwrap();
+                let expected = leading_lines(rows.clone(), kept);
+                cut += expected.iter().filter(|r| r.matches.is_empty()).count();
+                assert_eq!(format!("{:?}", found.rows), format!("{expected:?}"));
+            }
+            assert!(cut > 0, "some rows lost their lines");
         }
     }
 }
