@@ -1412,6 +1412,7 @@ fn split_chunk(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// Decode an index file; `None` for anything but a whole index of this format.
 /// Whether the index file `file` (its bytes) holds its skeleton; `None` when it is damaged.
+#[cfg(test)]
 pub(crate) fn keeps_skeleton(file: &[u8]) -> Option<bool> {
     let (front, _side, _back) = checked_sections(file)?;
     let head = decode_head(&mut In { buf: front, at: 0 })?;
