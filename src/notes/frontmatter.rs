@@ -82,14 +82,20 @@ fn locate(raw: &str) -> Option<(usize, usize, usize)> {
 /// assert_eq!(frontmatter::serialize(&parsed.fields, &parsed.body), raw);
 /// ```
 pub fn parse(raw: &str) -> Parsed<'_> {
+    let (block, body) = split(raw);
+    Parsed {
+        has_frontmatter: block.is_some(),
+        fields: block.map(parse_fields).unwrap_or_default(),
+        body,
+    }
+}
+
+/// [`parse`] without parsing the fields: the key lines of the block (`None` without a block)
+/// and the body. [`parse_fields`] of the key lines, or [`field`] for one key, gives the rest.
+pub fn split(raw: &str) -> (Option<&str>, Cow<'_, str>) {
     let Some((keys_start, fence, body_start)) = locate(raw) else {
-        return Parsed {
-            has_frontmatter: false,
-            fields: Map::new(),
-            body: Cow::Borrowed(raw),
-        };
+        return (None, Cow::Borrowed(raw));
     };
-    let fields = parse_fields(&raw[keys_start..fence]);
     let body = &raw[body_start..];
     let body = if memchr::memchr(b'\r', body.as_bytes()).is_some() {
         // Lines lose one trailing `\r` each when a block exists.
@@ -101,11 +107,7 @@ pub fn parse(raw: &str) -> Parsed<'_> {
     } else {
         Cow::Borrowed(body)
     };
-    Parsed {
-        has_frontmatter: true,
-        fields,
-        body,
-    }
+    (Some(&raw[keys_start..fence]), body)
 }
 
 /// Only the key lines of the block (cheap: the body is not touched). `None` without a block.
@@ -158,8 +160,36 @@ pub fn block_has_key(raw: &[u8], key: &str) -> bool {
     })
 }
 
-fn parse_fields(block: &str) -> Map<String, Value> {
+/// Every field of the key lines of a block ([`split`]), in first-seen order (a duplicate's
+/// last value wins).
+pub fn parse_fields(block: &str) -> Map<String, Value> {
     let mut fields = Map::new();
+    each_field(
+        block,
+        |_| true,
+        |key, value| {
+            fields.insert(key.to_owned(), value);
+        },
+    );
+    fields
+}
+
+/// The value of one key of the key lines of a block: `parse_fields(block).get(key)`, without
+/// building the other values (a search needs `updatedAt` alone from most notes).
+pub fn field(block: &str, key: &str) -> Option<Value> {
+    let mut last = None;
+    each_field(block, |k| k == key, |_, value| last = Some(value));
+    last
+}
+
+/// Hand every field of `block` whose key `wanted` accepts to `found`, in file order. A key
+/// line with nothing after its colon takes the list-item lines after it as its array value;
+/// those lines are skipped whatever the key (no list-item line can be a key line).
+fn each_field<'b>(
+    block: &'b str,
+    wanted: impl Fn(&str) -> bool,
+    mut found: impl FnMut(&'b str, Value),
+) {
     let mut lines = block
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -168,19 +198,25 @@ fn parse_fields(block: &str) -> Map<String, Value> {
         let Some((key, rest)) = split_key(line) else {
             continue;
         };
+        let want = wanted(key);
         let value = if rest.trim().is_empty() {
             let mut items = Vec::new();
             while let Some(item) = lines.peek().and_then(|l| list_item(l)) {
-                items.push(scalar(item));
+                if want {
+                    items.push(scalar(item));
+                }
                 lines.next();
             }
             Value::Array(items)
-        } else {
+        } else if want {
             scalar(rest)
+        } else {
+            continue;
         };
-        fields.insert(key.to_owned(), value);
+        if want {
+            found(key, value);
+        }
     }
-    fields
 }
 
 /// `^([A-Za-z_][A-Za-z0-9_-]*):(.*)$`
@@ -435,6 +471,30 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// One key's value, read alone, is the value the whole parse gives it, and the split
+        /// gives the parse's body.
+        #[test]
+        fn one_field_agrees_with_the_whole_parse(
+            lines in proptest::collection::vec(
+                proptest::sample::select(&[
+                    "updatedAt: 2026-01-01T00:00:00.000+00:00", "updatedAt:", "updatedAt: [1, 2]",
+                    "updatedAt: \"x\"", "updatedAt :x", " updatedAt: y", "  - a", "- 2026-01-02",
+                    "-b", "origin: self", "k:", "k: 1", "# c", "updatedAt: 1\r", "", "---x",
+                ][..]),
+                0..10,
+            ),
+            key in proptest::sample::select(&["updatedAt", "k", "origin", "absent"][..]),
+            body in "(a|\r|\n|---){0,6}",
+        ) {
+            let block = lines.join("\n");
+            proptest::prop_assert_eq!(field(&block, key), parse_fields(&block).get(key).cloned());
+            let raw = format!("---\n{block}\n---\n{body}");
+            let parsed = parse(&raw);
+            let (keys, split_body) = split(&raw);
+            proptest::prop_assert_eq!(keys.map(parse_fields), parsed.has_frontmatter.then(|| parsed.fields.clone()));
+            proptest::prop_assert_eq!(split_body, parsed.body);
+        }
+
         /// Nothing `may_be_json` turns away would have parsed as JSON.
         #[test]
         fn skipped_text_is_never_json(text in "(true|false|null|[-+0-9.eE:Tt xZ\"\\[\\]{}a-z']){0,8}") {
