@@ -104,7 +104,7 @@ impl Store {
             .filter(|hit| !failed[hit.home])
             .filter_map(|hit| {
                 let home = homes[hit.home].as_ref().ok()?.clone();
-                let display = format!("{}{}", prefixes[hit.home], hit.rel);
+                let display = hit.display;
                 Some((
                     hit.home,
                     SearchRow {
@@ -291,6 +291,8 @@ fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
 struct Hit {
     home: usize,
     rel: String,
+    /// The address as shown: the home's prefix, then `rel`.
+    display: String,
     meta: NoteMeta,
     matches: Vec<crate::notes::query::LineMatch>,
     total: usize,
@@ -549,24 +551,26 @@ impl<'a> Worker<'a> {
             hit,
             bytes: 0,
         };
-        let meta = if self.kept.admits(&rank, job.kept) {
+        let (meta, display) = if self.kept.admits(&rank, job.kept) {
             if saturated {
                 matches = job.matcher.lines(&body, job.max).0;
             }
             rank.bytes = line_bytes(&matches);
+            let display = rank.display.clone();
             self.kept.insert(rank, job.kept, &mut self.dropped);
             let fields = block.map(frontmatter::parse_fields).unwrap_or_default();
             let fallback = stamp_fallback(&fields, dir, OsStr::new(name), epoch());
             let meta = NoteMeta::from_fields(&fields, fallback);
             debug_assert_eq!(meta.updated_at, updated_at, "one updatedAt rule");
-            meta
+            (meta, display)
         } else {
             matches = Vec::new();
-            past_leading(updated_at)
+            (past_leading(updated_at), rank.display)
         };
         self.found.hits.push(Hit {
             home,
             rel,
+            display,
             meta,
             matches,
             total,
