@@ -389,6 +389,12 @@ fn nested_record() -> impl Strategy<Value = (String, String, Option<String>, Str
 }
 
 fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
+    // Padding keeps the index of these small sessions under its 10 % share.
+    write_raw_padded(spec, 1200)
+}
+
+/// [`write_raw`] with `pad` bytes of padding in every entry line.
+fn write_raw_padded(spec: &[RawKind], pad: usize) -> tempfile::NamedTempFile {
     let mut file = tempfile::NamedTempFile::new().unwrap();
     writeln!(file, r#"{{"type":"session","version":3,"id":"prefilter","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}}"#).unwrap();
     let mut calls = 0usize;
@@ -398,8 +404,7 @@ fn write_raw(spec: &[RawKind]) -> tempfile::NamedTempFile {
         } else {
             format!("\"e{}\"", i - 1)
         };
-        // Padding keeps the index of these small sessions under its 10 % share.
-        let pad = "p".repeat(1200);
+        let pad = "p".repeat(pad);
         let head = format!(
             r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","pad":"{pad}","message":"#
         );
@@ -721,8 +726,11 @@ proptest! {
         spec in prop::collection::vec(raw_kind(), 1..16),
         cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..4),
         queries in prop::collection::vec(query(), 1..3),
+        // Shorter padding: an index kept without its skeleton (or without the projection,
+        // or none at all) as well as a whole one.
+        pad in prop_oneof![3 => Just(1200usize), 1 => 0usize..1200],
     ) {
-        let full = write_raw(&spec);
+        let full = write_raw_padded(&spec, pad);
         let bytes = std::fs::read(full.path()).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -739,7 +747,7 @@ proptest! {
             prop_assert_eq!(&plain, &indexed);
             let (again, uses) = answers(&path, &queries, &mode);
             prop_assert_eq!(&plain, &again);
-            if plain[0].starts_with('{') && point == bytes.len() && point >= 4096 {
+            if plain[0].starts_with('{') && point == bytes.len() && point >= 4096 && pad == 1200 {
                 prop_assert!(uses.iter().all(|u| u == "\"reused\""), "{:?}", uses);
             }
         }
@@ -857,6 +865,84 @@ fn the_stored_projection_answers_alike_and_every_damage_of_the_index_is_harmless
             }
         }
     }
+}
+
+/// An index whose skeleton, stored projection and side data together would pass its share of
+/// the file keeps the projection and side without the skeleton (a session of many small
+/// entries, each with several events): default-leaf calls and extensions in place use it, a
+/// call that needs the skeleton (another leaf) decodes the file and leaves the index as it
+/// is, and every answer equals the answer without the index while the file grows.
+#[test]
+fn an_index_kept_without_its_skeleton_answers_alike_while_the_file_grows() {
+    let spec = stored_projection_spec(48);
+    let queries = vec!["quokka".to_string(), "src/3.rs".to_string()];
+    let omitted = |cache: &std::path::Path, path: &std::path::Path| {
+        let target =
+            crate::session::index::index_path(cache, &std::fs::canonicalize(path).unwrap());
+        crate::session::index::keeps_skeleton(&std::fs::read(target).unwrap()) == Some(false)
+    };
+    // The longest padding at which the whole index no longer fits, but the projection does.
+    let mut found = None;
+    for pad in (0..=1200).rev().step_by(20) {
+        let file = write_raw_padded(&spec, pad);
+        let cache = tempfile::tempdir().unwrap();
+        let mode = IndexMode::In {
+            dir: cache.path(),
+            now: std::time::SystemTime::UNIX_EPOCH,
+        };
+        let (_, uses) = answers(file.path(), &queries, &mode);
+        if uses[0] == "\"built\"" && omitted(cache.path(), file.path()) {
+            found = Some(file);
+            break;
+        }
+    }
+    let file = found.expect("some padding keeps the index without its skeleton");
+    let bytes = std::fs::read(file.path()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let cache = tempfile::tempdir().unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    // Line ends from two thirds of the file on: each cut appends whole lines.
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(i, &b)| b == b'\n' && i * 3 >= bytes.len() * 2)
+        .map(|(i, _)| i + 1)
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for (k, &end) in ends.iter().enumerate().step_by(3) {
+        std::fs::write(&path, &bytes[..end]).unwrap();
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, uses) = answers(&path, &queries, &mode);
+        assert_eq!(indexed, plain, "cut {k}");
+        seen.insert(uses[0].clone());
+        if k > 0 {
+            assert!(omitted(cache.path(), &path), "cut {k}: {uses:?}");
+        }
+        // Another leaf needs the skeleton: the file is decoded, the index left as it is.
+        let before = std::fs::read(crate::session::index::index_path(
+            cache.path(),
+            &std::fs::canonicalize(&path).unwrap(),
+        ))
+        .unwrap();
+        let leaf = Some("e5");
+        let other = |mode: &IndexMode<'_>| {
+            let mut r = super::windows(&path, leaf, mode).unwrap();
+            r.data.as_object_mut().unwrap().remove("index");
+            format!("{}\n{}", r.data, r.text)
+        };
+        assert_eq!(other(&mode), other(&IndexMode::Off), "cut {k}");
+        let after = std::fs::read(crate::session::index::index_path(
+            cache.path(),
+            &std::fs::canonicalize(&path).unwrap(),
+        ))
+        .unwrap();
+        assert_eq!(before, after, "cut {k}: another leaf replaced the index");
+    }
+    assert!(seen.contains("\"extended\""), "{seen:?}");
 }
 
 /// The growth file (`<index>.grow`): appends that continue the branch rewrite only it (the

@@ -89,6 +89,10 @@ const FORMAT: u32 = 6;
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
 const MAX_SHARE_PERCENT: u64 = 10;
+/// The head's skeleton length of an index file kept without its skeleton (the caller's extra
+/// data fitted the share only without it): such a file serves [`peek`] alone; a read that
+/// needs the skeleton decodes the session file.
+const NO_SKELETON: u64 = u64::MAX;
 /// A `.gone` marker this old removes its index.
 const GONE_AFTER: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Index files looked at per call by the housekeeping.
@@ -138,10 +142,18 @@ pub(crate) fn open_through_index(
         dev: meta.dev(),
         ino: meta.ino(),
     };
-    let loaded = fs::read(&target)
-        .ok()
-        .and_then(|bytes| decode(&bytes))
+    let bytes = fs::read(&target).ok();
+    let loaded = bytes
+        .as_deref()
+        .and_then(decode)
         .filter(|stored| stored.valid_for(&identity, file, complete));
+    // A valid index kept without its skeleton (its extra data is what it is for) is not
+    // replaced by one without extra data.
+    let keep_existing = loaded.is_none()
+        && bytes
+            .as_deref()
+            .is_some_and(|bytes| omits_skeleton(bytes, &identity, file, complete));
+    drop(bytes);
     let (mut stored, use_, had_extra) = match loaded {
         Some(stored) => {
             let indexed = stored.indexed_len;
@@ -165,7 +177,10 @@ pub(crate) fn open_through_index(
     };
     let skeleton = stored.skeleton.take();
     let pending = if use_ != IndexUse::Reused || !had_extra {
-        Pending::new(target, identity, file, complete, &stored, skeleton)
+        Pending::new(target, identity, file, complete, &stored, skeleton).map(|mut pending| {
+            pending.keep_existing = keep_existing;
+            pending
+        })
     } else {
         None
     };
@@ -234,6 +249,12 @@ pub struct Grow {
 }
 
 impl Grow {
+    /// Whether the index file holds the skeleton (else extensions add no skeleton chunks
+    /// and it stays without one; see [`NO_SKELETON`]).
+    pub fn keeps_skeleton(&self) -> bool {
+        self.back_len != NO_SKELETON
+    }
+
     /// The side data stored with the extra data (mapped), checked (`None` when absent or
     /// damaged).
     pub fn side(&self) -> Option<Mapped> {
@@ -265,14 +286,28 @@ impl Grow {
         let Some(head) = self.grown_head(file, complete, appended, chunk.len()) else {
             return false;
         };
-        let back = Back::Copy {
-            from: &self.index,
-            at: self.back_at,
-            len: self.back_len,
-            chunks: [&self.grown_chunks, chunk],
+        let written = if self.keeps_skeleton() {
+            let back = Back::Copy {
+                from: &self.index,
+                at: self.back_at,
+                len: self.back_len,
+                chunks: [&self.grown_chunks, chunk],
+            };
+            write_index(&self.target, complete, &head, extra, side, &back)
+                || write_index(&self.target, complete, &head, &[], &[], &back)
+        } else {
+            // Without a skeleton the file is only worth its extra data; `chunk` is empty.
+            !extra.is_empty()
+                && chunk.is_empty()
+                && write_index(
+                    &self.target,
+                    complete,
+                    &head,
+                    extra,
+                    side,
+                    &Back::Whole(&[]),
+                )
         };
-        let written = write_index(&self.target, complete, &head, extra, side, &back)
-            || write_index(&self.target, complete, &head, &[], &[], &back);
         if written {
             let _ = fs::remove_file(grow_path(&self.target));
         }
@@ -290,7 +325,13 @@ impl Grow {
     ) -> Option<Vec<u8>> {
         let header = appended.header.as_ref()?;
         let (head_hash, tail_hash) = edges(file, complete).ok()?;
-        let back_len = self.back_len + (self.grown_chunks.len() + chunk) as u64;
+        let back_len = if self.keeps_skeleton() {
+            self.back_len + (self.grown_chunks.len() + chunk) as u64
+        } else if chunk == 0 {
+            NO_SKELETON
+        } else {
+            return None;
+        };
         let head = encode_head(
             &self.identity,
             complete,
@@ -653,6 +694,9 @@ pub struct Pending {
     skipped: u64,
     /// The head and skeleton chunks, once encoded.
     encoded: Option<(Vec<u8>, Vec<Vec<u8>>)>,
+    /// The index file is a valid one kept without its skeleton: written over only with
+    /// extra data.
+    keep_existing: bool,
 }
 
 impl Pending {
@@ -677,10 +721,11 @@ impl Pending {
             lines: decoded.lines,
             skipped: decoded.skipped,
             encoded: None,
+            keep_existing: false,
         };
         if let Some(skeleton) = skeleton {
-            let back_len = skeleton.iter().map(Vec::len).sum();
-            pending.encoded = Some((pending.head(back_len), skeleton));
+            let back_len = skeleton.iter().map(Vec::len).sum::<usize>();
+            pending.encoded = Some((pending.head(back_len as u64), skeleton));
         } else if header.version < 3 {
             // Older files are migrated in memory once assembled: their skeleton is encoded
             // from the entries as decoded, now.
@@ -696,18 +741,18 @@ impl Pending {
             return;
         }
         let skeleton = chunk_of(&entries[..self.entries.min(entries.len())]);
-        self.encoded = Some((self.head(skeleton.len()), vec![skeleton]));
+        self.encoded = Some((self.head(skeleton.len() as u64), vec![skeleton]));
     }
 
-    /// The head section, for a skeleton of `back_len` bytes.
-    fn head(&self, back_len: usize) -> Vec<u8> {
+    /// The head section, for a skeleton of `back_len` bytes ([`NO_SKELETON`]: none).
+    fn head(&self, back_len: u64) -> Vec<u8> {
         encode_head(
             &self.identity,
             self.complete,
             &self.hashes.0,
             &self.hashes.1,
             &self.header,
-            (self.lines, self.skipped, back_len as u64),
+            (self.lines, self.skipped, back_len),
         )
     }
 
@@ -719,8 +764,10 @@ impl Pending {
 
     /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
     /// e.g. history's projection; `None` for none) and `side` (data only an extension reads,
-    /// see [`Grow::side`]). Extra data that would push the index past its share of the file
-    /// is dropped. Returns how the call used the index: `used`, or `Unavailable` when a
+    /// see [`Grow::side`]). When the whole would pass the index's share of the file, the
+    /// skeleton is left out (the extra data and side serve the calls that read them, and an
+    /// extension in place); when that is still too large, the extra data and side are
+    /// dropped. Returns how the call used the index: `used`, or `Unavailable` when a
     /// `Built`/`Extended` index could not be kept.
     /// Not written (as if it could not be) when [`Self::encode`] was not called.
     pub fn write(&self, extra: Option<&[u8]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
@@ -732,8 +779,17 @@ impl Pending {
                     Some(extra) if !extra.is_empty() => {
                         let side = side.unwrap_or_default();
                         write_index(&self.target, self.complete, head, extra, &[side], &back)
+                            || write_index(
+                                &self.target,
+                                self.complete,
+                                &self.head(NO_SKELETON),
+                                extra,
+                                &[side],
+                                &Back::Whole(&[]),
+                            )
                             || write_index(&self.target, self.complete, head, &[], &[], &back)
                     }
+                    _ if self.keep_existing => false,
                     _ => write_index(&self.target, self.complete, head, &[], &[], &back),
                 }
             }
@@ -1355,6 +1411,31 @@ fn split_chunk(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Decode an index file; `None` for anything but a whole index of this format.
+/// Whether the index file `file` (its bytes) holds its skeleton; `None` when it is damaged.
+#[cfg(test)]
+pub(crate) fn keeps_skeleton(file: &[u8]) -> Option<bool> {
+    let (front, _side, _back) = checked_sections(file)?;
+    let head = decode_head(&mut In { buf: front, at: 0 })?;
+    Some(head.back_len != NO_SKELETON)
+}
+
+/// Whether `file` is a valid index of `[0, complete)` of the session file (`identity`) kept
+/// without its skeleton (see [`NO_SKELETON`]).
+fn omits_skeleton(file: &[u8], identity: &Identity, session: &File, complete: u64) -> bool {
+    let Some((front, _side, back)) = checked_sections(file) else {
+        return false;
+    };
+    let mut r = In { buf: front, at: 0 };
+    let Some(head) = decode_head(&mut r) else {
+        return false;
+    };
+    head.back_len == NO_SKELETON
+        && back.is_empty()
+        && r.bytes().is_some_and(|extra| !extra.is_empty())
+        && r.at == front.len()
+        && head.valid_for(identity, session, complete)
+}
+
 fn decode(file: &[u8]) -> Option<Stored> {
     let (front, _side, mut back) = checked_sections(file)?;
     let mut r = In { buf: front, at: 0 };

@@ -469,7 +469,11 @@ impl Appended {
         self.grow.side()
     }
 
+    /// The skeleton chunk of the new entries (none for an index kept without its skeleton).
     fn chunk(&self) -> &[u8] {
+        if !self.grow.keeps_skeleton() {
+            return &[];
+        }
         self.chunk
             .get_or_init(|| index::chunk_of(&self.decoded.entries))
     }
