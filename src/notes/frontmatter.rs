@@ -82,18 +82,24 @@ fn locate(raw: &str) -> Option<(usize, usize, usize)> {
 /// assert_eq!(frontmatter::serialize(&parsed.fields, &parsed.body), raw);
 /// ```
 pub fn parse(raw: &str) -> Parsed<'_> {
+    let (block, body) = split(raw);
+    Parsed {
+        has_frontmatter: block.is_some(),
+        fields: block.map(parse_fields).unwrap_or_default(),
+        body,
+    }
+}
+
+/// [`parse`] without parsing the fields: the key lines of the block (`None` without a block)
+/// and the body. [`parse_fields`] of the key lines, or [`field`] for one key, gives the rest.
+pub fn split(raw: &str) -> (Option<&str>, Cow<'_, str>) {
     let Some((keys_start, fence, body_start)) = locate(raw) else {
-        return Parsed {
-            has_frontmatter: false,
-            fields: Map::new(),
-            body: Cow::Borrowed(raw),
-        };
+        return (None, Cow::Borrowed(raw));
     };
-    let fields = parse_fields(&raw[keys_start..fence]);
     let body = &raw[body_start..];
     let body = if memchr::memchr(b'\r', body.as_bytes()).is_some() {
         // Lines lose one trailing `\r` each when a block exists.
-        let mut out = body.replace("\r\n", "\n");
+        let mut out = crlf_to_lf(body);
         if out.ends_with('\r') {
             out.pop();
         }
@@ -101,11 +107,7 @@ pub fn parse(raw: &str) -> Parsed<'_> {
     } else {
         Cow::Borrowed(body)
     };
-    Parsed {
-        has_frontmatter: true,
-        fields,
-        body,
-    }
+    (Some(&raw[keys_start..fence]), body)
 }
 
 /// Only the key lines of the block (cheap: the body is not touched). `None` without a block.
@@ -130,11 +132,18 @@ pub fn block_prefix(raw: &[u8]) -> Option<&[u8]> {
     let mut end = start + first.len();
     for line in lines {
         end += line.len();
-        if line.trim_ascii() == b"---" {
+        if is_fence(line) {
             return Some(&raw[..end]);
         }
     }
     None
+}
+
+/// Whether a line of the block closes it as [`parse`] has it (`str::trim`, which also trims
+/// Unicode spaces, of the decoded line equals `---`).
+fn is_fence(line: &[u8]) -> bool {
+    line.trim_ascii() == b"---"
+        || (!line.is_ascii() && String::from_utf8_lossy(line).trim() == "---")
 }
 
 /// The fields of a file's block, parsed from its prefix only (cheap for large bodies).
@@ -147,7 +156,13 @@ pub fn fields_of_bytes(raw: &[u8]) -> Map<String, Value> {
 /// Whether the block of `raw` has a line starting with `key:` (a byte scan, no parsing).
 pub fn block_has_key(raw: &[u8], key: &str) -> bool {
     let Some(prefix) = block_prefix(raw) else {
-        // No ASCII-trimmed fence: let the exact parse decide (rare).
+        // No ASCII-trimmed fence. A block needs a first line that trims to `---`, so one
+        // without `---` has none (a note without frontmatter is not decoded whole); else
+        // let the exact parse decide (rare).
+        let first = &raw[..memchr::memchr(b'\n', raw).unwrap_or(raw.len())];
+        if memchr::memmem::find(first, b"---").is_none() {
+            return false;
+        }
         return parse_fields_only(&String::from_utf8_lossy(raw))
             .is_some_and(|f| f.contains_key(key));
     };
@@ -158,8 +173,53 @@ pub fn block_has_key(raw: &[u8], key: &str) -> bool {
     })
 }
 
-fn parse_fields(block: &str) -> Map<String, Value> {
+/// `text.replace("\r\n", "\n")`, found with `memchr` (the generic `str::replace` runs a
+/// two-way searcher, ≈ 3× slower on a CRLF note).
+fn crlf_to_lf(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut start = 0;
+    for cr in memchr::memchr_iter(b'\r', bytes) {
+        if bytes.get(cr + 1) == Some(&b'\n') {
+            // `\r` is ASCII: `cr` is a character boundary.
+            out.push_str(&text[start..cr]);
+            start = cr + 1;
+        }
+    }
+    out.push_str(&text[start..]);
+    out
+}
+
+/// Every field of the key lines of a block ([`split`]), in first-seen order (a duplicate's
+/// last value wins).
+pub fn parse_fields(block: &str) -> Map<String, Value> {
     let mut fields = Map::new();
+    each_field(
+        block,
+        |_| true,
+        |key, value| {
+            fields.insert(key.to_owned(), value);
+        },
+    );
+    fields
+}
+
+/// The value of one key of the key lines of a block: `parse_fields(block).get(key)`, without
+/// building the other values (a search needs `updatedAt` alone from most notes).
+pub fn field(block: &str, key: &str) -> Option<Value> {
+    let mut last = None;
+    each_field(block, |k| k == key, |_, value| last = Some(value));
+    last
+}
+
+/// Hand every field of `block` whose key `wanted` accepts to `found`, in file order. A key
+/// line with nothing after its colon takes the list-item lines after it as its array value;
+/// those lines are skipped whatever the key (no list-item line can be a key line).
+fn each_field<'b>(
+    block: &'b str,
+    wanted: impl Fn(&str) -> bool,
+    mut found: impl FnMut(&'b str, Value),
+) {
     let mut lines = block
         .split('\n')
         .map(|l| l.strip_suffix('\r').unwrap_or(l))
@@ -168,19 +228,25 @@ fn parse_fields(block: &str) -> Map<String, Value> {
         let Some((key, rest)) = split_key(line) else {
             continue;
         };
+        let want = wanted(key);
         let value = if rest.trim().is_empty() {
             let mut items = Vec::new();
             while let Some(item) = lines.peek().and_then(|l| list_item(l)) {
-                items.push(scalar(item));
+                if want {
+                    items.push(scalar(item));
+                }
                 lines.next();
             }
             Value::Array(items)
-        } else {
+        } else if want {
             scalar(rest)
+        } else {
+            continue;
         };
-        fields.insert(key.to_owned(), value);
+        if want {
+            found(key, value);
+        }
     }
-    fields
 }
 
 /// `^([A-Za-z_][A-Za-z0-9_-]*):(.*)$`
@@ -432,9 +498,81 @@ mod tests {
         ));
         assert!(!block_has_key(b"---\n crumpledAt: x\n---\n", "crumpledAt"));
         assert!(!block_has_key(b"crumpledAt: x", "crumpledAt"));
+        // A closing fence padded with a Unicode space ends the block as the parse has it.
+        let raw = "---\n---\u{3000}\ncrumpledAt: x\n---\n".as_bytes();
+        assert!(
+            !parse_fields_only(std::str::from_utf8(raw).unwrap())
+                .unwrap()
+                .contains_key("crumpledAt")
+        );
+        assert!(!block_has_key(raw, "crumpledAt"));
     }
 
+    /// Pieces of files for the key scan: fences, ASCII and Unicode spaces (NBSP, ideographic
+    /// space), a BOM, key lines, an invalid byte.
+    const KEY_SCAN_PIECES: &[&[u8]] = &[
+        b"---",
+        b"\n",
+        b"\r\n",
+        b" ",
+        b"\xc2\xa0",
+        b"\xe3\x80\x80",
+        b"\xef\xbb\xbf",
+        b"crumpledAt: x",
+        b"crumpledAt:",
+        b"k: 1",
+        b"# t",
+        b"\xff",
+        b"-",
+        b"--",
+    ];
+
     proptest::proptest! {
+        /// One key's value, read alone, is the value the whole parse gives it, and the split
+        /// gives the parse's body.
+        #[test]
+        fn one_field_agrees_with_the_whole_parse(
+            lines in proptest::collection::vec(
+                proptest::sample::select(&[
+                    "updatedAt: 2026-01-01T00:00:00.000+00:00", "updatedAt:", "updatedAt: [1, 2]",
+                    "updatedAt: \"x\"", "updatedAt :x", " updatedAt: y", "  - a", "- 2026-01-02",
+                    "-b", "origin: self", "k:", "k: 1", "# c", "updatedAt: 1\r", "", "---x",
+                ][..]),
+                0..10,
+            ),
+            key in proptest::sample::select(&["updatedAt", "k", "origin", "absent"][..]),
+            body in "(a|\r|\n|---){0,6}",
+        ) {
+            let block = lines.join("\n");
+            proptest::prop_assert_eq!(field(&block, key), parse_fields(&block).get(key).cloned());
+            let raw = format!("---\n{block}\n---\n{body}");
+            let parsed = parse(&raw);
+            let (keys, split_body) = split(&raw);
+            proptest::prop_assert_eq!(keys.map(parse_fields), parsed.has_frontmatter.then(|| parsed.fields.clone()));
+            proptest::prop_assert_eq!(split_body, parsed.body);
+        }
+
+        /// The `memchr` line-end rewrite is `str::replace`'s.
+        #[test]
+        fn crlf_rewrite_is_replace(text in "(a|é|\r|\n|\r\n|😀){0,24}") {
+            proptest::prop_assert_eq!(crlf_to_lf(&text), text.replace("\r\n", "\n"));
+        }
+
+        /// The byte scan for a key agrees with the exact parse of the decoded file, whatever
+        /// the first line looks like (fences with Unicode spaces, a BOM, no fence).
+        #[test]
+        fn key_scan_agrees_with_the_parse_everywhere(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(KEY_SCAN_PIECES),
+                0..12,
+            ),
+        ) {
+            let raw = pieces.concat();
+            let exact = parse_fields_only(&String::from_utf8_lossy(&raw))
+                .is_some_and(|f| f.contains_key("crumpledAt"));
+            proptest::prop_assert_eq!(block_has_key(&raw, "crumpledAt"), exact);
+        }
+
         /// Nothing `may_be_json` turns away would have parsed as JSON.
         #[test]
         fn skipped_text_is_never_json(text in "(true|false|null|[-+0-9.eE:Tt xZ\"\\[\\]{}a-z']){0,8}") {

@@ -370,27 +370,27 @@ pub fn body_matches(
         let Some(m) = re.find_at(bytes, pos) else {
             break;
         };
-        for nl in memchr::memchr_iter(b'\n', &bytes[line_start..m.start()]) {
-            line_no += 1;
-            let _ = nl;
+        let line_end =
+            memchr::memchr(b'\n', &bytes[m.start()..]).map_or(body.len(), |i| m.start() + i);
+        total += 1;
+        pos = line_end + 1;
+        // Once `max` lines are kept, none will be again: the rest are only counted (no line
+        // numbers, no code points).
+        if max.is_some_and(|max| kept.len() >= max) {
+            continue;
         }
+        line_no += memchr::memchr_iter(b'\n', &bytes[line_start..m.start()]).count();
         if let Some(last) = memchr::memrchr(b'\n', &bytes[line_start..m.start()]) {
             line_start += last + 1;
         }
         let offset = cursor_chars + body[cursor..m.start()].chars().count();
         cursor = m.start();
         cursor_chars = offset;
-        let line_end =
-            memchr::memchr(b'\n', &bytes[m.start()..]).map_or(body.len(), |i| m.start() + i);
-        total += 1;
-        if max.is_none_or(|max| kept.len() < max) {
-            kept.push(LineMatch {
-                line: line_no,
-                text: body[line_start..line_end].to_owned(),
-                offset_chars: offset,
-            });
-        }
-        pos = line_end + 1;
+        kept.push(LineMatch {
+            line: line_no,
+            text: body[line_start..line_end].to_owned(),
+            offset_chars: offset,
+        });
     }
     (kept, total)
 }
@@ -497,6 +497,48 @@ mod tests {
         );
         let (kept, total) = m.lines(body, Some(1));
         assert_eq!((kept.len(), total), (1, 3));
+    }
+
+    /// `body_matches` as its documentation defines it, line by line: the earliest match of
+    /// each line, its 1-based number, the whole line, and the code points before the match.
+    fn lines_reference(
+        re: &regex::bytes::Regex,
+        body: &str,
+        max: Option<usize>,
+    ) -> (Vec<LineMatch>, usize) {
+        let (mut kept, mut total, mut chars_before) = (Vec::new(), 0, 0);
+        for (index, line) in body.split('\n').enumerate() {
+            if let Some(m) = re.find(line.as_bytes()) {
+                total += 1;
+                if max.is_none_or(|max| kept.len() < max) {
+                    kept.push(LineMatch {
+                        line: index + 1,
+                        text: line.to_owned(),
+                        offset_chars: chars_before + line[..m.start()].chars().count(),
+                    });
+                }
+            }
+            chars_before += line.chars().count() + 1;
+        }
+        (kept, total)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn body_matches_agrees_with_a_line_by_line_reference(
+            body in proptest::collection::vec(
+                proptest::sample::select(&["ab", "AB", "b a", "\n", "\r\n", "😀", "日本", "İ", "ß", " "][..]),
+                0..40,
+            ),
+            query in proptest::sample::select(&["a", "ab", "b", "B A", "日本", "😀a", "i"][..]),
+            max in proptest::option::of(0usize..4),
+        ) {
+            let body = body.concat();
+            let Some(re) = Matcher::new(&[query]).unwrap().re else {
+                return Err(proptest::test_runner::TestCaseError::fail("literal queries compile"));
+            };
+            proptest::prop_assert_eq!(body_matches(&re, &body, max), lines_reference(&re, &body, max));
+        }
     }
 
     #[test]

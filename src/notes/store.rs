@@ -159,6 +159,9 @@ pub struct NoteRow {
 pub struct SearchRow {
     pub address: Address,
     pub display: String,
+    /// The note's metadata. A row past the leading rows whose lines a search keeps
+    /// ([`LinesKept`]) has only its `updated_at` read from the note (all its rank needs); its
+    /// other fields are those of `NoteMeta::new(Origin::Myself, updated_at)`.
     pub meta: NoteMeta,
     /// All matching lines (at most one match per line).
     pub matches_total: usize,
@@ -1823,6 +1826,16 @@ pub(crate) fn stamp_fallback(
     if NoteMeta::has_all_stamps(fields) {
         return otherwise;
     }
+    file_time_or(dir, name, otherwise)
+}
+
+/// The modification time of `name` in `dir` (in `otherwise`'s offset), or `otherwise` when the
+/// file cannot be stat'ed.
+pub(crate) fn file_time_or(
+    dir: &Dir,
+    name: &OsStr,
+    otherwise: DateTime<FixedOffset>,
+) -> DateTime<FixedOffset> {
     dir.mtime_ms(name)
         .ok()
         .flatten()

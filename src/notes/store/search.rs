@@ -22,9 +22,10 @@ use std::sync::Arc;
 
 use super::work_queue::WorkQueue;
 use super::{
-    Address, Dir, EntryKind, Home, LinesKept, NoteError, NoteMeta, Query, SearchRow, Status, Store,
-    confine, epoch, frontmatter, open_home, stamp_fallback,
+    Address, Dir, EntryKind, Home, LinesKept, NoteError, NoteMeta, Origin, Query, SearchRow,
+    Status, Store, confine, epoch, file_time_or, frontmatter, open_home, stamp_fallback,
 };
+use crate::notes::note::parse_stamp;
 use crate::notes::query::{Matcher, recency_order};
 
 /// Files per work item: small enough that a large directory is shared between workers,
@@ -98,12 +99,12 @@ impl Store {
             }
             hits.extend(part.hits);
         }
-        let mut rows: Vec<(usize, SearchRow)> = hits
+        let rows: Vec<(usize, SearchRow)> = hits
             .into_iter()
             .filter(|hit| !failed[hit.home])
             .filter_map(|hit| {
                 let home = homes[hit.home].as_ref().ok()?.clone();
-                let display = format!("{}{}", prefixes[hit.home], hit.rel);
+                let display = hit.display;
                 Some((
                     hit.home,
                     SearchRow {
@@ -120,11 +121,20 @@ impl Store {
             })
             .collect();
         // Recency, then the address; the home breaks the one tie left (a session note whose
-        // path looks like another home's address), in home order as a listing has it.
-        rows.sort_by(|(ah, a), (bh, b)| {
+        // path looks like another home's address), in home order as a listing has it. The
+        // rows are large (their metadata): the sort moves their indices, and each row moves
+        // once into its place (a common word makes nearly every note a row).
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by(|&a, &b| {
+            let ((ah, a), (bh, b)) = (&rows[a], &rows[b]);
             recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
                 .then(ah.cmp(bh))
         });
+        let mut slots: Vec<Option<(usize, SearchRow)>> = rows.into_iter().map(Some).collect();
+        let mut rows: Vec<(usize, SearchRow)> = order
+            .into_iter()
+            .filter_map(|index| slots[index].take())
+            .collect();
         // The workers kept lines for a superset of the leading rows (see `Kept`); the rest
         // drop theirs here, so which rows have lines never depends on thread timing.
         let mut bytes_before = 0usize;
@@ -133,6 +143,7 @@ impl Store {
                 bytes_before += line_bytes(&row.matches);
             } else {
                 row.matches = Vec::new();
+                row.meta = past_leading(row.meta.updated_at);
             }
         }
         let mut status = Status::default();
@@ -164,6 +175,11 @@ impl Store {
             failed,
         })
     }
+}
+
+/// The metadata of a row past the leading rows (see [`SearchRow::meta`]).
+fn past_leading(updated_at: chrono::DateTime<chrono::FixedOffset>) -> NoteMeta {
+    NoteMeta::new(Origin::Myself, updated_at)
 }
 
 /// The bytes of the line texts of `matches`.
@@ -275,6 +291,8 @@ fn run(job: &Job<'_>, roots: Vec<Work>, homes: usize) -> Vec<Found> {
 struct Hit {
     home: usize,
     rel: String,
+    /// The address as shown: the home's prefix, then `rel`.
+    display: String,
     meta: NoteMeta,
     matches: Vec<crate::notes::query::LineMatch>,
     total: usize,
@@ -506,38 +524,53 @@ impl<'a> Worker<'a> {
             Ok(text) => std::borrow::Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(bytes),
         };
-        let parsed = frontmatter::parse(&text);
+        let (block, body) = frontmatter::split(&text);
         // Once saturated, most hits rank after every kept one: count their lines, copy none.
         let saturated = self.kept.saturated(job.kept);
         let (mut matches, total) = job
             .matcher
-            .lines(&parsed.body, if saturated { Some(0) } else { job.max });
+            .lines(&body, if saturated { Some(0) } else { job.max });
         if total == 0 {
             return;
         }
-        let fallback = stamp_fallback(&parsed.fields, &listed.at.dir, OsStr::new(name), epoch());
-        let meta = NoteMeta::from_fields(&parsed.fields, fallback);
+        // The rank needs `updatedAt` alone (the file time when it does not read as a date,
+        // as `stamp_fallback` has it); the other fields are parsed only for a hit that may
+        // be a leading row.
+        let dir = &listed.at.dir;
+        let updated_at = block
+            .and_then(|block| frontmatter::field(block, "updatedAt"))
+            .as_ref()
+            .and_then(parse_stamp)
+            .unwrap_or_else(|| file_time_or(dir, OsStr::new(name), epoch()));
         let rel = child_rel(&listed.at.rel, name);
         let hit = self.found.hits.len();
         let mut rank = Rank {
-            updated_at: meta.updated_at,
+            updated_at,
             display: format!("{}{}", job.prefixes[home], rel),
             home,
             hit,
             bytes: 0,
         };
-        if self.kept.admits(&rank, job.kept) {
+        let (meta, display) = if self.kept.admits(&rank, job.kept) {
             if saturated {
-                matches = job.matcher.lines(&parsed.body, job.max).0;
+                matches = job.matcher.lines(&body, job.max).0;
             }
             rank.bytes = line_bytes(&matches);
+            let display = rank.display.clone();
             self.kept.insert(rank, job.kept, &mut self.dropped);
+            let fields = block.map(frontmatter::parse_fields).unwrap_or_default();
+            let fallback = stamp_fallback(&fields, dir, OsStr::new(name), epoch());
+            let meta = NoteMeta::from_fields(&fields, fallback);
+            debug_assert_eq!(meta.updated_at, updated_at, "one updatedAt rule");
+            (meta, display)
         } else {
             matches = Vec::new();
-        }
+            (past_leading(updated_at), rank.display)
+        };
         self.found.hits.push(Hit {
             home,
             rel,
+            display,
             meta,
             matches,
             total,
@@ -656,7 +689,8 @@ mod tests {
         dir: u8,
         name: u8,
         /// 0 no block, 1 a block, 2 a crumpled block, 3 a CRLF block, 4 a block without
-        /// `updatedAt` (the file time stands in).
+        /// `updatedAt` (the file time stands in), 5 one whose `updatedAt` is no date, 6 a
+        /// list `updatedAt` then a date one (the last wins).
         block: u8,
         stamp: u8,
         /// A frontmatter value: a query may match only there.
@@ -670,7 +704,7 @@ mod tests {
             0..5usize,
             0..3u8,
             0..6u8,
-            0..5u8,
+            0..7u8,
             any::<u8>(),
             piece.clone(),
             proptest::collection::vec(piece, 0..14),
@@ -694,6 +728,8 @@ mod tests {
             2 => format!("---\ncrumpledAt: {updated}\nupdatedAt: {updated}\n---\n\n"),
             3 => format!("---\r\nupdatedAt: {updated}\r\nnote: \"{field}\"\r\n---\r\n\r\n"),
             4 => format!("---\ntags: \"{field}\"\n---\n"),
+            5 => format!("---\nupdatedAt: not a date\ncreatedAt: {updated}\n---\n"),
+            6 => format!("---\nupdatedAt:\n  - {updated}\nupdatedAt: {updated}\n---\n"),
             _ => String::new(),
         }
         .into_bytes();
@@ -877,6 +913,7 @@ mod tests {
                 bytes += row.matches.iter().map(|m| m.text.len()).sum::<usize>();
             } else {
                 row.matches.clear();
+                row.meta = NoteMeta::new(Origin::Myself, row.meta.updated_at);
             }
         }
         rows
