@@ -4,8 +4,9 @@
 //! string allocation — and decodes only the lines of the events it shows.
 //!
 //! Layout (little-endian): a tag and version, `highest_seq` (u64), then counted arrays:
-//! lines (offset u64, len u32, line_no u32 whose top bit is `escapes`), events (seq, window, entry, result, block, tool
-//! name: u32 each, then role, source kind, has_text: one byte each, one zero byte), windows
+//! lines (offset u64, len u32, line_no u32 whose top bit is `escapes`), events (20 bytes:
+//! seq u32, entry u32, block u16, window u16, result u32, tool name u16, then one byte of
+//! role (bits 0–1), source kind (bits 2–3) and has_text (bit 4), one zero byte), windows
 //! (id, created_at, first and end event), paired results (result seq, call seq: u32 each),
 //! tool names. Strings are a u32 length and UTF-8 bytes. A projection with a value that does
 //! not fit these widths is not stored. Decoding checks every length and cross-reference, so a
@@ -19,10 +20,22 @@ use super::projection::{
 };
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
 
-const TAG: &[u8; 4] = b"PJ\x02\x00";
+const TAG: &[u8; 4] = b"PJ\x03\x00";
 const LINE_BYTES: usize = 16;
-const EVENT_BYTES: usize = 28;
+/// An event record. It was 28 bytes (every field a u32): with short session lines (≈ 450
+/// bytes, one event each) the projection then passed the index's 10 % share and was not
+/// kept, so every call rebuilt it from the skeleton.
+const EVENT_BYTES: usize = 20;
+/// Where an event record's `result` lies: patched in place when a later result pairs a
+/// stored call.
+const RESULT_AT: usize = 12;
 const NONE: u32 = u32::MAX;
+/// "No tool" in an event record's u16 tool name.
+const NO_TOOL16: u16 = u16::MAX;
+
+fn u16_of(v: usize) -> Option<u16> {
+    u16::try_from(v).ok().filter(|&v| v != u16::MAX)
+}
 
 fn u32_of(v: u64) -> Option<u32> {
     u32::try_from(v).ok().filter(|&v| v != NONE)
@@ -62,19 +75,24 @@ fn put_event(out: &mut Vec<u8>, event: &Event) -> Option<()> {
         Source::Result { entry } => (2, entry, 0, None),
         Source::Bash { entry } => (3, entry, 0, None),
     };
+    let tool = if event.tool_name == NO_TOOL {
+        NO_TOOL16
+    } else {
+        u16_of(event.tool_name as usize)?
+    };
     put(out, u32_of(event.seq)?);
-    put(out, usize32(event.window)?);
     put(out, usize32(entry)?);
+    out.extend_from_slice(&u16_of(block)?.to_le_bytes());
+    out.extend_from_slice(&u16_of(event.window)?.to_le_bytes());
     put(out, result.map_or(Some(NONE), usize32)?);
-    put(out, usize32(block)?);
-    put(out, event.tool_name);
+    out.extend_from_slice(&tool.to_le_bytes());
     let role = match event.role {
         EventRole::User => 0u8,
         EventRole::Assistant => 1,
         EventRole::Tool => 2,
         EventRole::Context => 3,
     };
-    out.extend_from_slice(&[role, kind, u8::from(event.has_text), 0]);
+    out.extend_from_slice(&[role | kind << 2 | u8::from(event.has_text) << 4, 0]);
     Some(())
 }
 
@@ -188,6 +206,11 @@ fn le32(b: &[u8], at: usize) -> u32 {
 }
 
 #[inline]
+fn le16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+#[inline]
 fn le64(b: &[u8], at: usize) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(&b[at..at + 8]);
@@ -215,15 +238,16 @@ impl Record for (u64, u64) {
 
 /// An event record's fields, or `None` when a byte is out of range.
 fn event_of(b: &[u8]) -> Option<Event> {
-    let (entry, result, block) = (le32(b, 8) as usize, le32(b, 12), le32(b, 16) as usize);
-    let role = match b[24] {
+    let (entry, block) = (le32(b, 4) as usize, le16(b, 8) as usize);
+    let result = le32(b, RESULT_AT);
+    let flags = b[18];
+    let role = match flags & 3 {
         0 => EventRole::User,
         1 => EventRole::Assistant,
         2 => EventRole::Tool,
-        3 => EventRole::Context,
-        _ => return None,
+        _ => EventRole::Context,
     };
-    let source = match b[25] {
+    let source = match flags >> 2 & 3 {
         0 => Source::Text { entry },
         1 => Source::Call {
             entry,
@@ -231,19 +255,23 @@ fn event_of(b: &[u8]) -> Option<Event> {
             result: (result != NONE).then_some(result as usize),
         },
         2 => Source::Result { entry },
-        3 => Source::Bash { entry },
-        _ => return None,
+        _ => Source::Bash { entry },
     };
-    if b[26] > 1 || b[27] != 0 {
+    if flags >> 5 != 0 || b[19] != 0 || block == usize::from(u16::MAX) {
         return None;
     }
+    let tool = le16(b, 16);
     Some(Event {
         seq: u64::from(le32(b, 0)),
-        window: le32(b, 4) as usize,
+        window: usize::from(le16(b, 10)),
         role,
         source,
-        has_text: b[26] == 1,
-        tool_name: le32(b, 20),
+        has_text: flags >> 4 & 1 == 1,
+        tool_name: if tool == NO_TOOL16 {
+            NO_TOOL
+        } else {
+            u32::from(tool)
+        },
     })
 }
 
@@ -396,7 +424,7 @@ pub fn decode_with(
             if event >= n_events {
                 return None;
             }
-            let from = at + events_at + event * EVENT_BYTES + 12;
+            let from = at + events_at + event * EVENT_BYTES + RESULT_AT;
             bytes
                 .get_mut(from..from + 4)?
                 .copy_from_slice(&line.to_le_bytes());
@@ -1186,7 +1214,8 @@ pub fn extend(
                                 } else {
                                     let at = (call - n_old) * EVENT_BYTES;
                                     let record = events.get_mut(at..at + EVENT_BYTES)?;
-                                    record[12..16].copy_from_slice(&line.to_le_bytes());
+                                    record[RESULT_AT..RESULT_AT + 4]
+                                        .copy_from_slice(&line.to_le_bytes());
                                     le32(record, 0)
                                 };
                                 let call_seq = u64::from(call_seq);
@@ -1389,4 +1418,91 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
         (side.pool, new_pool),
         &delta.open,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, window: usize, role: EventRole, source: Source, tool: u32) -> Event {
+        Event {
+            seq,
+            window,
+            role,
+            source,
+            has_text: seq.is_multiple_of(2),
+            tool_name: tool,
+        }
+    }
+
+    #[test]
+    fn an_event_record_reads_back_every_field_at_its_widths_limits() {
+        let roles = [
+            EventRole::User,
+            EventRole::Assistant,
+            EventRole::Tool,
+            EventRole::Context,
+        ];
+        let sources = [
+            Source::Text { entry: 7 },
+            Source::Call {
+                entry: u32::MAX as usize - 1,
+                block: 65_534,
+                result: Some(u32::MAX as usize - 1),
+            },
+            Source::Call {
+                entry: 0,
+                block: 0,
+                result: None,
+            },
+            Source::Result { entry: 1 },
+            Source::Bash { entry: 2 },
+        ];
+        let mut seq = 1;
+        for role in roles {
+            for source in sources {
+                for (window, tool) in [(0, NO_TOOL), (65_534, 65_534), (3, 0)] {
+                    seq += 1;
+                    let e = event(seq, window, role, source, tool);
+                    let mut out = Vec::new();
+                    put_event(&mut out, &e).unwrap();
+                    assert_eq!(out.len(), EVENT_BYTES);
+                    assert_eq!(event_of(&out), Some(e));
+                    // The in-place patch of a paired call writes here.
+                    if let Source::Call {
+                        result: Some(r), ..
+                    } = source
+                    {
+                        assert_eq!(le32(&out, RESULT_AT) as usize, r);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_past_an_event_records_widths_is_refused_not_truncated() {
+        let text = Source::Text { entry: 0 };
+        let call = |block| Source::Call {
+            entry: 0,
+            block,
+            result: None,
+        };
+        for e in [
+            event(1, 65_535, EventRole::User, text, NO_TOOL),
+            event(1, 0, EventRole::Tool, text, 65_535),
+            event(1, 0, EventRole::Tool, call(65_535), 0),
+            event(u64::from(u32::MAX), 0, EventRole::User, text, NO_TOOL),
+        ] {
+            assert_eq!(put_event(&mut Vec::new(), &e), None, "{e:?}");
+        }
+        // A record with a flag bit or the zero byte set is not an event.
+        let mut out = Vec::new();
+        put_event(&mut out, &event(2, 0, EventRole::User, text, NO_TOOL)).unwrap();
+        for (at, bit) in [(18, 0x20), (19, 1)] {
+            let mut bad = out.clone();
+            bad[at] |= bit;
+            assert_eq!(event_of(&bad), None);
+        }
+    }
 }
