@@ -20,7 +20,11 @@
 //!
 //! - *Text* documents (user, assistant and context text, summaries) are copied pieces joined
 //!   by `\n`: a match of a query lies in one piece except at its `\n`s, so every part of the
-//!   query between JSON-escaped characters is a verbatim run of the line ([`text_parts`]).
+//!   query between control characters lies in one copied piece. In a line without a foreign
+//!   escape, a `"` of copied text is written `\"` and a `\` is written `\\` (the only forms
+//!   left: `\u0022` and `\u005c` are foreign), so such a part, with `"` and `\` written so,
+//!   is a verbatim run of the line ([`text_parts`]): `say "hi"` needs `say \"hi\"`, not the
+//!   common `say ` and `hi` apart.
 //! - *Tool* documents: every boundary between copied and generated text, and every character
 //!   JSON escapes, is a *separator* (whitespace, controls, `"` `\` `{` `}` `[` `]` `:` `,` `(`
 //!   `)`), so a *word* of the query (a separator-free run) lies in one separator-free run of
@@ -207,12 +211,17 @@ fn must_be_copied(word: &str, generated: &[&[&str]]) -> bool {
         .any(|w| inside.is_match(w))
 }
 
-/// The text rule's literals of one query: its parts between JSON-escaped characters.
+/// The text rule's literals of one query: its parts between control characters, with `"`
+/// and `\` escaped as JSON writes them.
 pub fn text_parts(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for part in query.split(is_json_escaped).filter(|p| !p.is_empty()) {
-        if !out.iter().any(|f| f == part) {
-            out.push(part.to_string());
+    for part in query
+        .split(|c: char| u32::from(c) < 0x20)
+        .filter(|p| !p.is_empty())
+    {
+        let part = part.replace('\\', "\\\\").replace('"', "\\\"");
+        if !out.contains(&part) {
+            out.push(part);
         }
     }
     out
@@ -468,7 +477,10 @@ mod tests {
         assert_eq!(plain("zq\"yz"), ["zq", "yz"]);
         assert_eq!(plain(" (x y) "), ["x y"]);
         assert_eq!(text_parts("error: cannot"), ["error: cannot"]);
-        assert_eq!(text_parts("say \"hi\"\nnow"), ["say ", "hi", "now"]);
+        assert_eq!(text_parts("say \"hi\"\nnow"), ["say \\\"hi\\\"", "now"]);
+        assert_eq!(text_parts("C:\\temp\\x"), ["C:\\\\temp\\\\x"]);
+        assert_eq!(text_parts("a\tb\u{1b}c"), ["a", "b", "c"]);
+        assert_eq!(text_parts("\"\n\""), ["\\\""]);
         assert_eq!(text_parts("42"), ["42"]);
         // Number-like runs and parts of generated words are never tool literals.
         for none in [
@@ -495,7 +507,9 @@ mod tests {
         assert!(matcher(&["zebra", "--- output"]).has_prefilter());
         assert!(matcher(&["1e+21"]).has_prefilter());
         assert!(!matcher(&["\n"]).has_prefilter());
-        assert!(!matcher(&["\"\\"]).has_prefilter());
+        assert!(!matcher(&["\t\n", "\u{1b}"]).has_prefilter());
+        // `"` and `\` are written escaped in a text document's line: a literal of their own.
+        assert!(matcher(&["\"\\"]).has_prefilter());
     }
 
     #[test]

@@ -257,6 +257,8 @@ const WORDS: &[&str] = &[
     "ok",
     "x\\\"y",
     "tab\\tend",
+    "a\\\\b",
+    "\\\"quokka\\\"",
 ];
 
 /// Raw JSON text pieces for string contents: verbatim words and escapes of every kind.
@@ -450,7 +452,7 @@ fn write_raw_padded(spec: &[RawKind], pad: usize) -> tempfile::NamedTempFile {
 fn query() -> impl Strategy<Value = String> {
     let word = prop_oneof![
         6 => prop::sample::select(WORDS).prop_map(str::to_string),
-        1 => prop::sample::select(&["1e+21", "1500", "1", "0.000001", "-150", "9007199254740992", "--- output ---", "1 recorded", "(arguments", "[ok]", "1500ms", "\"a\":1", "é", "QUOKKA", "K", "ſ", "\n", "\u{1b}[0m", "/b", "\"7\":", "grep [ok]", "rate,limit", "a,,b [", "[object Object]", "error: cannot", "rate limit ["][..]).prop_map(str::to_string),
+        1 => prop::sample::select(&["1e+21", "1500", "1", "0.000001", "-150", "9007199254740992", "--- output ---", "1 recorded", "(arguments", "[ok]", "1500ms", "\"a\":1", "é", "QUOKKA", "K", "ſ", "\n", "\u{1b}[0m", "/b", "\"7\":", "grep [ok]", "rate,limit", "a,,b [", "[object Object]", "error: cannot", "rate limit [", "x\"y", "a\\b", "\"quokka\"", "\\", "say \"", "C:\\x"][..]).prop_map(str::to_string),
     ];
     prop::collection::vec(
         (
@@ -576,6 +578,86 @@ proptest! {
 /// deterministic sweep over documents holding every kind of generated text (nested-call lines
 /// with string, array, number and object displays; names with spaces, commas and brackets;
 /// arguments with numbers and strings; output; summaries).
+/// Text documents with `"` and `\\` (written `\\"` and `\\\\` in their lines): a query holding them
+/// finds the same events with the prefilter (whose text literal is the query so escaped) as
+/// without, cold and through a warm index; a prefilter that dropped the escaping would miss
+/// them.
+#[test]
+fn queries_with_quotes_and_backslashes_find_text_alike_with_the_prefilter() {
+    let spec = vec![
+        RawKind::User(r#"say \"hi\" to C:\\temp\\x now"#.into()),
+        RawKind::Assistant {
+            text: r#"a \\\" b and \"quokka\"\nC:\\Temp"#.into(),
+            calls: vec![(
+                "read".into(),
+                r#"{"path":"C:\\temp\\x","q":"say \"hi\""}"#.into(),
+            )],
+        },
+        RawKind::Result {
+            call: 0,
+            text: r#"said \"hi\" to C:\\temp"#.into(),
+            nested: None,
+        },
+        RawKind::Summary(r#"\\\\ and \"\""#.into()),
+        RawKind::User("plain text".into()),
+    ];
+    let file = write_raw(&spec);
+    let cache = tempfile::tempdir().unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let options = ListOptions {
+        limit: 20,
+        ..ListOptions::default()
+    };
+    let strip = |r: Result<super::Rendered, super::HistoryError>| {
+        let mut r = r.unwrap();
+        r.data.as_object_mut().unwrap().remove("index");
+        format!("{}\n{}", r.data, r.text)
+    };
+    for query in [
+        r#"say "hi""#,
+        r#"C:\temp\x"#,
+        r#"C:\temp"#,
+        r#""hi" to"#,
+        r#"a \" b"#,
+        r#""quokka""#,
+        r#"\\"#,
+        "\"\"",
+        "\"",
+        "\\",
+        "\"quokka\"\nC:\\temp",
+    ] {
+        let queries = vec![query.to_string()];
+        let without = strip(search_with(
+            file.path(),
+            None,
+            &queries,
+            &options,
+            false,
+            &IndexMode::Off,
+        ));
+        assert!(
+            !without.contains(r#""items":[]"#),
+            "{query}: no match at all"
+        );
+        for pass in 0..2 {
+            for index in [&IndexMode::Off, &mode] {
+                let with = strip(search_with(
+                    file.path(),
+                    None,
+                    &queries,
+                    &options,
+                    true,
+                    index,
+                ));
+                assert_eq!(with, without, "{query} (pass {pass})");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_boundary_substring_of_a_document_passes_the_prefilter() {
     use super::matcher::{DocKind, Matcher};
