@@ -37,7 +37,7 @@ pub struct Parsed<'a> {
 fn locate(raw: &str) -> Option<(usize, usize, usize)> {
     let text = raw.strip_prefix('\u{feff}').unwrap_or(raw);
     let bom = raw.len() - text.len();
-    let first_end = text.find('\n').unwrap_or(text.len());
+    let first_end = memchr::memchr(b'\n', text.as_bytes()).unwrap_or(text.len());
     if text[..first_end].trim() != "---" || first_end == text.len() {
         return None;
     }
@@ -45,7 +45,7 @@ fn locate(raw: &str) -> Option<(usize, usize, usize)> {
     let mut pos = keys_start;
     loop {
         let rest = &raw[pos..];
-        let line_len = rest.find('\n');
+        let line_len = memchr::memchr(b'\n', rest.as_bytes());
         let line = &rest[..line_len.unwrap_or(rest.len())];
         if line.trim() == "---" {
             let after_fence = match line_len {
@@ -124,17 +124,18 @@ pub fn block_prefix(raw: &[u8]) -> Option<&[u8]> {
     } else {
         0
     };
-    let mut lines = raw[start..].split_inclusive(|b| *b == b'\n');
-    let first = lines.next()?;
-    if first.trim_ascii() != b"---" || !first.ends_with(b"\n") {
+    let first_end = start + memchr::memchr(b'\n', &raw[start..])?;
+    if raw[start..first_end].trim_ascii() != b"---" {
         return None;
     }
-    let mut end = start + first.len();
-    for line in lines {
-        end += line.len();
-        if is_fence(line) {
+    let mut line_start = first_end + 1;
+    while line_start < raw.len() {
+        let end =
+            memchr::memchr(b'\n', &raw[line_start..]).map_or(raw.len(), |n| line_start + n + 1);
+        if is_fence(&raw[line_start..end]) {
             return Some(&raw[..end]);
         }
+        line_start = end;
     }
     None
 }
@@ -167,8 +168,9 @@ pub fn block_has_key(raw: &[u8], key: &str) -> bool {
             .is_some_and(|f| f.contains_key(key));
     };
     // Skip the opening fence line; the closing one cannot start with `key:`.
-    prefix.split(|b| *b == b'\n').skip(1).any(|line| {
-        line.strip_prefix(key.as_bytes())
+    memchr::memchr_iter(b'\n', prefix).any(|newline| {
+        prefix[newline + 1..]
+            .strip_prefix(key.as_bytes())
             .is_some_and(|rest| rest.starts_with(b":"))
     })
 }
@@ -251,7 +253,7 @@ fn each_field<'b>(
 
 /// `^([A-Za-z_][A-Za-z0-9_-]*):(.*)$`
 fn split_key(line: &str) -> Option<(&str, &str)> {
-    let colon = line.find(':')?;
+    let colon = memchr::memchr(b':', line.as_bytes())?;
     let key = &line[..colon];
     let mut bytes = key.bytes();
     let first = bytes.next()?;

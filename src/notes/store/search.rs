@@ -91,54 +91,64 @@ impl Store {
         };
         let found = run(&job, roots, homes.len());
         let mut crumpled = vec![0usize; homes.len()];
-        let mut hits = Vec::new();
+        let mut parts: Vec<Vec<Option<Hit>>> = Vec::with_capacity(found.len());
         for part in found {
             for (index, n) in part.crumpled.iter().enumerate() {
                 crumpled[index] += n;
                 failed[index] |= part.failed[index];
             }
-            hits.extend(part.hits);
+            // Same size as `Hit` (a niche): collected in place, nothing copied.
+            parts.push(part.hits.into_iter().map(Some).collect());
         }
-        let rows: Vec<(usize, SearchRow)> = hits
-            .into_iter()
-            .filter(|hit| !failed[hit.home])
-            .filter_map(|hit| {
-                let home = homes[hit.home].as_ref().ok()?.clone();
-                let display = hit.display;
-                Some((
-                    hit.home,
-                    SearchRow {
-                        address: Address {
-                            home,
-                            vpath: hit.rel,
-                        },
-                        display,
-                        meta: hit.meta,
-                        matches_total: hit.total,
-                        matches: hit.matches,
-                    },
-                ))
-            })
-            .collect();
         // Recency, then the address; the home breaks the one tie left (a session note whose
-        // path looks like another home's address), in home order as a listing has it. The
-        // rows are large (their metadata): the sort moves their indices, and each row moves
-        // once into its place (a common word makes nearly every note a row).
-        let mut order: Vec<usize> = (0..rows.len()).collect();
-        order.sort_by(|&a, &b| {
-            let ((ah, a), (bh, b)) = (&rows[a], &rows[b]);
-            recency_order(a.meta.updated_at, &a.display, b.meta.updated_at, &b.display)
-                .then(ah.cmp(bh))
+        // path looks like another home's address), in home order as a listing has it. A
+        // common word makes nearly every note a hit: the sort moves small keys, and each hit
+        // moves once, from its worker's list into its row (each copy of every row used to
+        // touch fresh pages: ≈ 1,000 page faults per copy of 10,000 rows).
+        let mut order: Vec<(chrono::DateTime<chrono::FixedOffset>, usize, usize)> = Vec::new();
+        for (part, hits) in parts.iter().enumerate() {
+            for (index, hit) in hits.iter().enumerate() {
+                if let Some(hit) = hit
+                    && !failed[hit.home]
+                    && homes[hit.home].is_ok()
+                {
+                    order.push((hit.updated_at, part, index));
+                }
+            }
+        }
+        let hit_at = |part: usize, index: usize| parts[part][index].as_ref();
+        order.sort_by(|&(at, ap, ai), &(bt, bp, bi)| {
+            let (Some(a), Some(b)) = (hit_at(ap, ai), hit_at(bp, bi)) else {
+                return Ordering::Equal; // every key names a hit
+            };
+            recency_order(at, &a.display, bt, &b.display).then(a.home.cmp(&b.home))
         });
-        let mut slots: Vec<Option<(usize, SearchRow)>> = rows.into_iter().map(Some).collect();
-        let mut rows: Vec<(usize, SearchRow)> = order
-            .into_iter()
-            .filter_map(|index| slots[index].take())
-            .collect();
+        let mut rows: Vec<SearchRow> = Vec::with_capacity(order.len());
+        for (_, part, index) in order {
+            let Some(hit) = parts[part][index].take() else {
+                continue;
+            };
+            let Ok(home) = &homes[hit.home] else {
+                continue;
+            };
+            rows.push(SearchRow {
+                address: Address {
+                    home: home.clone(),
+                    vpath: hit.rel,
+                },
+                display: hit.display,
+                meta: hit
+                    .meta
+                    .map_or_else(|| past_leading(hit.updated_at), |meta| *meta),
+                matches_total: hit.total,
+                matches: hit.matches,
+            });
+        }
+        drop(parts);
         // The workers kept lines for a superset of the leading rows (see `Kept`); the rest
         // drop theirs here, so which rows have lines never depends on thread timing.
         let mut bytes_before = 0usize;
-        for (index, (_, row)) in rows.iter_mut().enumerate() {
+        for (index, row) in rows.iter_mut().enumerate() {
             if kept.keeps(index, bytes_before) {
                 bytes_before += line_bytes(&row.matches);
             } else {
@@ -170,7 +180,7 @@ impl Store {
         status.homes_symlinked.extend(extra_symlinked);
         let failed = !status.homes_unavailable.is_empty();
         Ok(Searched {
-            rows: rows.into_iter().map(|(_, row)| row).collect(),
+            rows,
             status,
             failed,
         })
@@ -293,7 +303,10 @@ struct Hit {
     rel: String,
     /// The address as shown: the home's prefix, then `rel`.
     display: String,
-    meta: NoteMeta,
+    updated_at: chrono::DateTime<chrono::FixedOffset>,
+    /// Parsed only for a hit its worker admitted among the rows that keep lines (boxed: most
+    /// hits of a common word have none, and every hit is moved twice).
+    meta: Option<Box<NoteMeta>>,
     matches: Vec<crate::notes::query::LineMatch>,
     total: usize,
 }
@@ -562,15 +575,16 @@ impl<'a> Worker<'a> {
             let fallback = stamp_fallback(&fields, dir, OsStr::new(name), epoch());
             let meta = NoteMeta::from_fields(&fields, fallback);
             debug_assert_eq!(meta.updated_at, updated_at, "one updatedAt rule");
-            (meta, display)
+            (Some(Box::new(meta)), display)
         } else {
             matches = Vec::new();
-            (past_leading(updated_at), rank.display)
+            (None, rank.display)
         };
         self.found.hits.push(Hit {
             home,
             rel,
             display,
+            updated_at,
             meta,
             matches,
             total,
