@@ -692,8 +692,6 @@ fn match_parts(m: &LineMatch, text: &str, truncated: bool) -> (Value, String) {
     (match_value(m, text, truncated), line)
 }
 
-/// `notes-search`: files with their matching lines, recent first; the first file alone may be
-/// shrunk (fewer matches, then a shortened first line) so that something is always returned.
 /// How many bytes of row text a search response prepares before it stops looking at further
 /// rows (it then keeps the longest prefix that fits the budget).
 const SEARCH_PREPARED_BYTES: usize = 2 * OUTPUT_BUDGET_BYTES;
@@ -708,6 +706,8 @@ pub fn search_lines_kept(limit: Option<usize>) -> LinesKept {
     }
 }
 
+/// `notes-search`: files with their matching lines, recent first; the first file alone may be
+/// shrunk (fewer matches, then a shortened first line) so that something is always returned.
 /// `listing` must keep lines in at least the rows [`search_lines_kept`] names for `limit`.
 pub fn search_result(
     listing: &WithStatus<SearchRow>,
