@@ -121,7 +121,7 @@ impl Store {
             let (Some(a), Some(b)) = (hit_at(ap, ai), hit_at(bp, bi)) else {
                 return Ordering::Equal; // every key names a hit
             };
-            recency_order(at, &a.display, bt, &b.display).then(a.home.cmp(&b.home))
+            row_order((at, &a.display, a.home), (bt, &b.display, b.home))
         });
         let mut rows: Vec<SearchRow> = Vec::with_capacity(order.len());
         for (_, part, index) in order {
@@ -185,6 +185,16 @@ impl Store {
             failed,
         })
     }
+}
+
+/// The order of a search's rows, each given as (`updatedAt`, address, home): recency, then the
+/// address, then the home. A worker's [`Kept`] ranks its hits by this same order, which its
+/// dropping of lines relies on.
+fn row_order(
+    a: (chrono::DateTime<chrono::FixedOffset>, &str, usize),
+    b: (chrono::DateTime<chrono::FixedOffset>, &str, usize),
+) -> Ordering {
+    recency_order(a.0, a.1, b.0, b.1).then(a.2.cmp(&b.2))
 }
 
 /// The metadata of a row past the leading rows (see [`SearchRow::meta`]).
@@ -332,13 +342,10 @@ struct Rank {
 
 impl Ord for Rank {
     fn cmp(&self, other: &Rank) -> Ordering {
-        recency_order(
-            self.updated_at,
-            &self.display,
-            other.updated_at,
-            &other.display,
+        row_order(
+            (self.updated_at, &self.display, self.home),
+            (other.updated_at, &other.display, other.home),
         )
-        .then(self.home.cmp(&other.home))
         .then(self.hit.cmp(&other.hit))
     }
 }
