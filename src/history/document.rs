@@ -36,7 +36,7 @@ impl<'s> Loader<'s> {
             return Ok(Rc::clone(value));
         }
         let line = self.projection.line(entry);
-        let value = Rc::new(self.file.load_at(line.offset, line.len, line.line_no)?);
+        let value = Rc::new(self.file.load_at(line.offset, line.len)?);
         self.last = Some((entry, Rc::clone(&value)));
         Ok(value)
     }

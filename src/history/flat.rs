@@ -4,7 +4,7 @@
 //! string allocation — and decodes only the lines of the events it shows.
 //!
 //! Layout (little-endian): a tag and version, `highest_seq` (u64), then counted arrays:
-//! lines (offset u64, len u32, line_no u32 whose top bit is `escapes`), events (20 bytes:
+//! lines (offset u64, then len u32 whose top bit is `escapes`), events (20 bytes:
 //! seq u32, entry u32, block u16, window u16, result u32, tool name u16, then one byte of
 //! role (bits 0–1), source kind (bits 2–3) and has_text (bit 4), one zero byte), windows
 //! (id, created_at, first and end event), paired results (result seq, call seq: u32 each),
@@ -20,8 +20,9 @@ use super::projection::{
 };
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
 
-const TAG: &[u8; 4] = b"PJ\x03\x00";
-const LINE_BYTES: usize = 16;
+const TAG: &[u8; 4] = b"PJ\x04\x00";
+/// A line record. It was 16 bytes (with a line number, used only in an error message).
+const LINE_BYTES: usize = 12;
 /// An event record. It was 28 bytes (every field a u32): with short session lines (≈ 450
 /// bytes, one event each) the projection then passed the index's 10 % share and was not
 /// kept, so every call rebuilt it from the skeleton.
@@ -57,10 +58,9 @@ fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
 
 fn put_line(out: &mut Vec<u8>, line: &Line) -> Option<()> {
     out.extend_from_slice(&line.offset.to_le_bytes());
-    put(out, u32_of(line.len)?);
-    // The top bit of the line number holds `escapes`.
-    let line_no = u32_of(line.line_no).filter(|&n| n < 1 << 31)?;
-    put(out, line_no | u32::from(line.escapes) << 31);
+    // The top bit of the length holds `escapes`.
+    let len = u32_of(line.len).filter(|&n| n < 1 << 31)?;
+    put(out, len | u32::from(line.escapes) << 31);
     Some(())
 }
 
@@ -222,9 +222,8 @@ impl Record for Line {
     fn read(b: &[u8]) -> Line {
         Line {
             offset: le64(b, 0),
-            len: u64::from(le32(b, 8)),
-            line_no: u64::from(le32(b, 12) & !(1 << 31)),
-            escapes: le32(b, 12) >> 31 == 1,
+            len: u64::from(le32(b, 8) & !(1 << 31)),
+            escapes: le32(b, 8) >> 31 == 1,
         }
     }
 }
@@ -501,7 +500,7 @@ pub fn decode_with(
 // ------------------------------------------------------------------ extension in place
 
 /// Tag of the side data.
-const SIDE_TAG: &[u8; 4] = b"PS\x02\x00";
+const SIDE_TAG: &[u8; 4] = b"PS\x03\x00";
 
 /// What extending a stored projection by appended entries needs besides it (stored as the
 /// index's side data, read only when lines were appended):
@@ -509,15 +508,17 @@ const SIDE_TAG: &[u8; 4] = b"PS\x02\x00";
 /// - the default leaf's id: an appended entry continues the branch when its parent is it;
 /// - the hashes of the branch's entry ids (sorted): an appended id equal to one of them
 ///   would change what the parent walk finds, so it is not extended in place;
-/// - the `toolCallId`s of the branch's tool results (hashes sorted, each with the offset of
-///   its id in a pool): a call whose id already has a result stays unpaired;
+/// - the hashes of the `toolCallId`s of the branch's tool results (sorted): a call whose id
+///   already has a result stays unpaired, so a call whose id's hash is among them is not
+///   extended in place (the ids themselves are not kept: they were ≈ 35 bytes of every tool
+///   result, which pushed sessions of short lines past the index's 10 % share; a rebuild on
+///   a hash that merely collides costs time, never a wrong answer);
 /// - the open calls: for every call id with no result on the branch, its first call event,
 ///   which the first result with that id will be paired with.
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
-/// id hashes (count, u64 each), the result ids (count, u64 hashes, u32 pool offsets, pool
-/// length and bytes: each id a u32 length and its bytes), the open calls (count, event
-/// index u32 and id each). The arrays are searched where they lie (no per-id decode), and
+/// id hashes (count, u64 each), the result id hashes (count, u64 each), the open calls
+/// (count, event index u32 and id each). The arrays are searched where they lie (no per-id decode), and
 /// an extension copies them in runs around the few new values.
 struct Side<'a> {
     highest_seq: u64,
@@ -526,8 +527,6 @@ struct Side<'a> {
     leaf: String,
     branch: &'a [u8],
     result_hashes: &'a [u8],
-    result_offsets: &'a [u8],
-    pool: &'a [u8],
     open: Vec<(u32, String)>,
 }
 
@@ -556,20 +555,11 @@ impl Side<'_> {
         i < self.branch.len() / 8 && u64_at(self.branch, i) == hash
     }
 
-    /// Whether a result with `id` is on the branch; `None` when the pool is damaged.
-    fn has_result(&self, id: &str) -> Option<bool> {
-        let hash = id_hash(id);
-        let n = self.result_hashes.len() / 8;
-        let mut i = lower_bound(self.result_hashes, hash);
-        while i < n && u64_at(self.result_hashes, i) == hash {
-            let at = le32(self.result_offsets, i * 4) as usize;
-            let len = le32(self.pool.get(at..at + 4)?, 0) as usize;
-            if self.pool.get(at + 4..at + 4 + len)? == id.as_bytes() {
-                return Some(true);
-            }
-            i += 1;
-        }
-        Some(false)
+    /// Whether a result whose id hashes to `hash` may be on the branch (the ids are not
+    /// kept: a hit is "maybe").
+    fn may_have_result(&self, hash: u64) -> bool {
+        let i = lower_bound(self.result_hashes, hash);
+        i < self.result_hashes.len() / 8 && u64_at(self.result_hashes, i) == hash
     }
 }
 
@@ -625,38 +615,26 @@ impl<'a> SideOut<'a> {
 }
 
 /// Sorted u64 records `old` with the sorted values `add` inserted (runs of `old` between
-/// them), and the `parallel` records merged the same way.
-fn merge_in<'a>(
-    old: &'a [u8],
-    add: &[u64],
-    parallel: Option<Parallel<'a, '_>>,
-) -> (SideOut<'a>, SideOut<'a>) {
-    let (mut out, mut out_parallel) = (SideOut::default(), SideOut::default());
+/// them).
+fn merge_in<'a>(old: &'a [u8], add: &[u64]) -> SideOut<'a> {
+    let mut out = SideOut::default();
     let mut from = 0;
-    for (j, &v) in add.iter().enumerate() {
+    for &v in add {
         let at = from + lower_bound(&old[from * 8..], v);
         out.old(&old[from * 8..at * 8]);
         out.new_bytes(v.to_le_bytes().to_vec());
-        if let Some((p, width, extra)) = parallel {
-            out_parallel.old(&p[from * width..at * width]);
-            out_parallel.new_bytes(extra[j].clone());
-        }
         from = at;
     }
     out.old(&old[from * 8..]);
-    if let Some((p, width, _)) = parallel {
-        out_parallel.old(&p[from * width..]);
-    }
-    (out, out_parallel)
+    out
 }
 
-/// Encode side data from its parts (`results`: hashes and pool offsets, sorted; each array
-/// given as pieces with its record count).
+/// Encode side data from its parts (the hash arrays given as pieces, sorted, with their
+/// record counts).
 fn encode_side<'a>(
     head: (u64, usize, usize, &str),
     branch: (SideOut<'a>, usize),
-    results: (SideOut<'a>, SideOut<'a>, usize),
-    pool: (&'a [u8], Vec<u8>),
+    results: (SideOut<'a>, usize),
     open: &[(u32, String)],
 ) -> Option<SideOut<'a>> {
     let (highest_seq, events, lines, leaf) = head;
@@ -670,12 +648,8 @@ fn encode_side<'a>(
     put(&mut start, usize32(branch.1)?);
     out.new_bytes(start);
     out.append(branch.0);
-    out.u32(usize32(results.2)?);
+    out.u32(usize32(results.1)?);
     out.append(results.0);
-    out.append(results.1);
-    out.u32(usize32(pool.0.len() + pool.1.len())?);
-    out.old(pool.0);
-    out.new_bytes(pool.1);
     let mut end = Vec::with_capacity(8 + 32 * open.len());
     put(&mut end, usize32(open.len())?);
     for (event, id) in open {
@@ -697,11 +671,8 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     let leaf = r.string()?;
     let n = r.count(8)?;
     let branch = r.take(n * 8)?;
-    let m = r.count(12)?;
+    let m = r.count(8)?;
     let result_hashes = r.take(m * 8)?;
-    let result_offsets = r.take(m * 4)?;
-    let pool_len = r.u32()? as usize;
-    let pool = r.take(pool_len)?;
     let k = r.count(8)?;
     let mut open = Vec::with_capacity(k);
     for _ in 0..k {
@@ -728,20 +699,18 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
         leaf,
         branch,
         result_hashes,
-        result_offsets,
-        pool,
         open,
     })
 }
 
 /// The part of the side data ([`side_with`]) that needs only the session and the branch
 /// (so it is computed beside the projection): the leaf's id, the sorted hashes of the
-/// branch's entry ids, and the branch's tool-result ids (a set, and sorted by hash).
+/// branch's entry ids, and the branch's tool-result ids (a set, and their hashes sorted).
 pub struct SideIds<'s> {
     leaf: &'s str,
     branch_ids: Vec<u64>,
     result_ids: FxHashSet<&'s str>,
-    results: Vec<(u64, &'s str)>,
+    results: Vec<u64>,
 }
 
 /// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
@@ -771,8 +740,9 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
             result_ids.insert(id);
         }
     }
-    let mut results: Vec<(u64, &str)> = result_ids.iter().map(|id| (id_hash(id), *id)).collect();
+    let mut results: Vec<u64> = result_ids.iter().map(|id| id_hash(id)).collect();
     results.sort_unstable();
+    results.dedup();
     Some(SideIds {
         leaf,
         branch_ids,
@@ -796,14 +766,7 @@ pub fn side_with(
         result_ids,
         results,
     } = ids;
-    let mut hashes = Vec::with_capacity(results.len() * 8);
-    let mut offsets = Vec::with_capacity(results.len() * 4);
-    let mut pool = Vec::new();
-    for (hash, id) in &results {
-        hashes.extend_from_slice(&hash.to_le_bytes());
-        put(&mut offsets, usize32(pool.len())?);
-        put_str(&mut pool, id)?;
-    }
+    let hashes: Vec<u8> = results.iter().flat_map(|h| h.to_le_bytes()).collect();
     let mut open = Vec::new();
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     for (index, event) in projection.events().enumerate() {
@@ -823,11 +786,9 @@ pub fn side_with(
     }
     let branch_bytes: Vec<u8> = branch_ids.iter().flat_map(|h| h.to_le_bytes()).collect();
     let count = results.len();
-    let (mut branch_out, mut hashes_out, mut offsets_out) =
-        (SideOut::default(), SideOut::default(), SideOut::default());
+    let (mut branch_out, mut hashes_out) = (SideOut::default(), SideOut::default());
     branch_out.old(&branch_bytes);
     hashes_out.old(&hashes);
-    offsets_out.old(&offsets);
     encode_side(
         (
             projection.highest_seq,
@@ -836,19 +797,14 @@ pub fn side_with(
             leaf,
         ),
         (branch_out, branch_ids.len()),
-        (hashes_out, offsets_out, count),
-        (&[], pool),
+        (hashes_out, count),
         &open,
     )
     .map(|side| side.joined())
 }
 
-/// Records of `width` bytes parallel to a sorted u64 array, and the records of the values
-/// being inserted.
-type Parallel<'a, 'b> = (&'a [u8], usize, &'b [Vec<u8>]);
-
 /// Tag of a delta.
-const DELTA_TAG: &[u8; 4] = b"PD\x01\x00";
+const DELTA_TAG: &[u8; 4] = b"PD\x02\x00";
 
 /// What the entries appended since an index file was written add to its stored projection
 /// and side data (kept in the index's growth file, so an extension rewrites only this, not
@@ -861,8 +817,8 @@ const DELTA_TAG: &[u8; 4] = b"PD\x01\x00";
 /// Layout: tag, the stored projection's event, line and paired counts (u32; the delta
 /// applies to exactly that projection), `highest_seq` (u64), then counted arrays: line
 /// records, event records, patches (u32 pairs), paired records, windows (as in the
-/// projection), tool names, the leaf id, branch hashes (u64), result ids (u64 hash and
-/// string), open calls (u32 event and string).
+/// projection), tool names, the leaf id, branch hashes (u64), result id hashes (u64), open
+/// calls (u32 event and string).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     base_events: usize,
@@ -877,7 +833,7 @@ pub struct Delta {
     tool_names: Vec<String>,
     leaf: String,
     branch: Vec<u64>,
-    results: Vec<(u64, String)>,
+    results: Vec<u64>,
     open: Vec<(u32, String)>,
 }
 
@@ -961,9 +917,8 @@ impl Delta {
             out.extend_from_slice(&hash.to_le_bytes());
         }
         put(&mut out, usize32(self.results.len())?);
-        for (hash, id) in &self.results {
+        for hash in &self.results {
             out.extend_from_slice(&hash.to_le_bytes());
-            put_str(&mut out, id)?;
         }
         put(&mut out, usize32(self.open.len())?);
         for (event, id) in &self.open {
@@ -1006,11 +961,10 @@ impl Delta {
         for _ in 0..n {
             branch.push(r.u64()?);
         }
-        let n = r.count(12)?;
+        let n = r.count(8)?;
         let mut results = Vec::with_capacity(n);
         for _ in 0..n {
-            let hash = r.u64()?;
-            results.push((hash, r.string()?));
+            results.push(r.u64()?);
         }
         let n = r.count(8)?;
         let mut open = Vec::with_capacity(n);
@@ -1043,12 +997,6 @@ impl Delta {
         self.base_events == sections.n_events
             && self.base_lines == sections.n_lines
             && self.base_paired == sections.n_paired
-    }
-
-    fn has_result(&self, hash: u64, id: &str) -> bool {
-        self.results
-            .binary_search_by(|(h, s)| (*h, s.as_str()).cmp(&(hash, id)))
-            .is_ok()
     }
 }
 
@@ -1138,7 +1086,6 @@ pub fn extend(
     let mut open: FxHashMap<String, u32> =
         open.into_iter().map(|(event, id)| (id, event)).collect();
     let mut new_ids: FxHashSet<u64> = FxHashSet::default();
-    let mut new_results: Vec<(u64, String)> = Vec::new();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
     let mut line_count = base_lines + lines.len() / LINE_BYTES;
     lines.reserve(entries.len() * LINE_BYTES);
@@ -1176,7 +1123,6 @@ pub fn extend(
             &Line {
                 offset: entry.offset,
                 len: entry.len,
-                line_no: entry.line_no,
                 escapes: entry.escapes,
             },
         )?;
@@ -1234,10 +1180,8 @@ pub fn extend(
                                 },
                             )?,
                         }
-                        if let Some(id) = id
-                            && new_result_ids.insert(id.to_string())
-                        {
-                            new_results.push((id_hash(id), id.to_string()));
+                        if let Some(id) = id {
+                            new_result_ids.insert(id.to_string());
                         }
                     }
                     Role::BashExecution => put_event(
@@ -1257,15 +1201,15 @@ pub fn extend(
                     for (block, call) in m.tool_calls.iter().enumerate() {
                         let index = usize32(n_old + events.len() / EVENT_BYTES)?;
                         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
-                            // A call whose id already has a result stays unpaired.
-                            let known = side.has_result(id)?
-                                || new_result_ids.contains(id)
-                                || results
-                                    .binary_search_by(|(h, s)| {
-                                        (*h, s.as_str()).cmp(&(id_hash(id), id))
-                                    })
-                                    .is_ok();
-                            if !known {
+                            // A call whose id already has a result stays unpaired. Earlier
+                            // results are known by hash only: a hit may be another id, so
+                            // the projection is rebuilt rather than guessed.
+                            let hash = id_hash(id);
+                            if side.may_have_result(hash) || results.binary_search(&hash).is_ok()
+                            {
+                                return None;
+                            }
+                            if !new_result_ids.contains(id) {
                                 open.entry(id.to_string()).or_insert(index);
                             }
                         }
@@ -1296,32 +1240,16 @@ pub fn extend(
     open.sort_unstable();
     branch.extend(new_ids);
     branch.sort_unstable();
-    // Result ids known already (stored, or in the earlier delta) need no second record.
-    let before = Delta {
-        base_events: n_old,
-        base_lines,
-        base_paired,
-        highest_seq,
-        lines: Vec::new(),
-        events: Vec::new(),
-        patches: Vec::new(),
-        paired: Vec::new(),
-        windows: Vec::new(),
-        tool_names: Vec::new(),
-        leaf: String::new(),
-        branch: Vec::new(),
-        results,
-        open: Vec::new(),
-    };
-    let mut fresh = Vec::with_capacity(new_results.len());
-    for (hash, id) in new_results {
-        if !side.has_result(&id)? && !before.has_result(hash, &id) {
-            fresh.push((hash, id));
+    // Result hashes known already (stored, or in the earlier delta) need no second record.
+    let mut results = results;
+    for id in &new_result_ids {
+        let hash = id_hash(id);
+        if !side.may_have_result(hash) {
+            results.push(hash);
         }
     }
-    let mut results = before.results;
-    results.extend(fresh);
     results.sort_unstable();
+    results.dedup();
     Some(Delta {
         base_events: n_old,
         base_lines,
@@ -1393,29 +1321,13 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
     let event_count = delta.base_events + delta.events.len() / EVENT_BYTES;
     let line_count = delta.base_lines + delta.lines.len() / LINE_BYTES;
     let branch_count = side.branch.len() / 8 + delta.branch.len();
-    let (branch, _) = merge_in(side.branch, &delta.branch, None);
-    let mut new_pool = Vec::new();
-    let mut new_offsets = Vec::with_capacity(delta.results.len());
-    for (_, id) in &delta.results {
-        new_offsets.push(
-            usize32(side.pool.len() + new_pool.len())?
-                .to_le_bytes()
-                .to_vec(),
-        );
-        put_str(&mut new_pool, id)?;
-    }
-    let hashes: Vec<u64> = delta.results.iter().map(|(h, _)| *h).collect();
-    let results_count = side.result_hashes.len() / 8 + hashes.len();
-    let (result_hashes, result_offsets) = merge_in(
-        side.result_hashes,
-        &hashes,
-        Some((side.result_offsets, 4, &new_offsets)),
-    );
+    let branch = merge_in(side.branch, &delta.branch);
+    let results_count = side.result_hashes.len() / 8 + delta.results.len();
+    let result_hashes = merge_in(side.result_hashes, &delta.results);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),
         (branch, branch_count),
-        (result_hashes, result_offsets, results_count),
-        (side.pool, new_pool),
+        (result_hashes, results_count),
         &delta.open,
     )
 }

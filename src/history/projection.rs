@@ -99,8 +99,6 @@ pub struct Line {
     pub offset: u64,
     /// Byte length, without the `\n`.
     pub len: u64,
-    /// 1-based line number (for error messages).
-    pub line_no: u64,
     /// The line holds an escape JavaScript would not write (search treats it as a "maybe").
     pub escapes: bool,
 }
@@ -361,7 +359,6 @@ impl Projection {
                 lines.push(Line {
                     offset: e.offset,
                     len: e.len,
-                    line_no: e.line_no,
                     escapes: e.escapes,
                 });
             }

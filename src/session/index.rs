@@ -84,7 +84,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).

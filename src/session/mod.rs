@@ -430,7 +430,6 @@ impl Session {
             self.header.version,
             entry.offset,
             entry.len,
-            entry.line_no,
         )
     }
 }
@@ -597,17 +596,10 @@ impl SessionFile {
         read_line_at(&self.path, &self.file, offset, len)
     }
 
-    /// Fully decode the entry line at `[offset, offset + len)` (line `line_no`), with the
-    /// in-memory migrations applied.
-    pub fn load_at(&self, offset: u64, len: u64, line_no: u64) -> Result<Value, SessionError> {
-        load_line_at(
-            &self.path,
-            &self.file,
-            self.header.version,
-            offset,
-            len,
-            line_no,
-        )
+    /// Fully decode the entry line at `[offset, offset + len)`, with the in-memory
+    /// migrations applied.
+    pub fn load_at(&self, offset: u64, len: u64) -> Result<Value, SessionError> {
+        load_line_at(&self.path, &self.file, self.header.version, offset, len)
     }
 }
 
@@ -633,14 +625,15 @@ fn load_line_at(
     version: u64,
     offset: u64,
     len: u64,
-    line_no: u64,
 ) -> Result<Value, SessionError> {
     let raw = read_line_at(path, file, offset, len)?;
     let mut value = parse_value(&raw).ok_or_else(|| SessionError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("line {line_no} changed since it was read"),
+            // The byte offset, not a line number: the index that found the line keeps no
+            // line numbers (they cost 4 bytes of every event line, and the index its share).
+            format!("the line at byte {offset} changed since it was read"),
         ),
     })?;
     if version < 3
