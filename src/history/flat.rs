@@ -1205,8 +1205,7 @@ pub fn extend(
                             // results are known by hash only: a hit may be another id, so
                             // the projection is rebuilt rather than guessed.
                             let hash = id_hash(id);
-                            if side.may_have_result(hash) || results.binary_search(&hash).is_ok()
-                            {
+                            if side.may_have_result(hash) || results.binary_search(&hash).is_ok() {
                                 return None;
                             }
                             if !new_result_ids.contains(id) {

@@ -1489,3 +1489,58 @@ fn pi_appends_extend_the_stored_projection_in_place() {
     let slow: Vec<usize> = expect.iter().filter(|e| !e.1).map(|e| e.0).collect();
     assert_eq!(slow, vec![14, 16, 17]);
 }
+
+#[test]
+fn a_call_reusing_an_id_whose_result_is_stored_rebuilds_rather_than_guesses() {
+    use Kind::*;
+    let c = |kind| (kind, 0u8, 0usize, false);
+    // Call ids cycle through c0..c29: the third assistant's call is c0 again, whose result
+    // is on the stored branch. The index keeps result ids as hashes only, so that append
+    // must not be extended in place (its call stays unpaired: the rebuild decides). The
+    // first users pad the file, so the 29 open calls' records fit the index's share.
+    let mut spec = vec![c(User(true)); 8];
+    spec.extend([
+        c(User(true)),
+        c(Assistant {
+            text: true,
+            calls: 1,
+        }),
+        c(Result { call: 0 }),
+        c(Assistant {
+            text: false,
+            calls: 29,
+        }),
+        c(User(true)),
+        c(Assistant {
+            text: false,
+            calls: 1,
+        }),
+        c(User(true)),
+    ]);
+    let lines = grown_lines(&spec);
+    let built = lines.len() - 3;
+    assert!(
+        lines[built + 1].contains(r#""id":"c0""#),
+        "{}",
+        lines[built + 1]
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let queries = vec!["assistant".to_string(), "out 3".to_string()];
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
+    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
+    let mut fast = Vec::new();
+    for line in &lines[built..] {
+        append(&path, &format!("{line}\n"));
+        fast.push(extended_in_place(&path, cache.path()));
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, _) = answers(&path, &queries, &mode);
+        assert_eq!(plain, indexed);
+    }
+    assert_eq!(fast, vec![true, false, true]);
+}
