@@ -500,14 +500,16 @@ pub fn decode_with(
 // ------------------------------------------------------------------ extension in place
 
 /// Tag of the side data.
-const SIDE_TAG: &[u8; 4] = b"PS\x03\x00";
+const SIDE_TAG: &[u8; 4] = b"PS\x04\x00";
 
 /// What extending a stored projection by appended entries needs besides it (stored as the
 /// index's side data, read only when lines were appended):
 ///
 /// - the default leaf's id: an appended entry continues the branch when its parent is it;
-/// - the hashes of the branch's entry ids (sorted): an appended id equal to one of them
-///   would change what the parent walk finds, so it is not extended in place;
+/// - the hashes of the branch's entry ids (sorted, [`side_hash`]): an appended id equal to
+///   one of them would change what the parent walk finds, so an appended id whose hash is
+///   among them is not extended in place (with a million entries on the branch, one append
+///   in ≈ 4,000 rebuilds for a mere collision);
 /// - the hashes of the `toolCallId`s of the branch's tool results (sorted): a call whose id
 ///   already has a result stays unpaired, so a call whose id's hash is among them is not
 ///   extended in place (the ids themselves are not kept: they were ≈ 35 bytes of every tool
@@ -517,7 +519,7 @@ const SIDE_TAG: &[u8; 4] = b"PS\x03\x00";
 ///   which the first result with that id will be paired with.
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
-/// id hashes (count, u64 each), the result id hashes (count, u64 each), the open calls
+/// id hashes (count, u32 each, [`side_hash`]), the result id hashes (count, u32 each), the open calls
 /// (count, event index u32 and id each). The arrays are searched where they lie (no per-id decode), and
 /// an extension copies them in runs around the few new values.
 struct Side<'a> {
@@ -530,17 +532,25 @@ struct Side<'a> {
     open: Vec<(u32, String)>,
 }
 
-#[inline]
-fn u64_at(b: &[u8], i: usize) -> u64 {
-    le64(b, i * 8)
+/// The 32-bit hash of an id kept in the side data (branch ids, tool-result ids). A hit is
+/// only ever a "maybe": it stops an extension in place (the call rebuilds), so a collision
+/// costs time, never an answer; 32 bits instead of 64 save 4 bytes of every entry, which
+/// decide whether sessions of short lines keep their projection within the index's share.
+fn side_hash(id: &str) -> u32 {
+    (id_hash(id) >> 32) as u32
 }
 
-/// The first index of sorted u64 records `b` whose value is not below `v`.
-fn lower_bound(b: &[u8], v: u64) -> usize {
-    let (mut lo, mut hi) = (0, b.len() / 8);
+#[inline]
+fn hash_at(b: &[u8], i: usize) -> u32 {
+    le32(b, i * 4)
+}
+
+/// The first index of sorted u32 records `b` whose value is not below `v`.
+fn lower_bound(b: &[u8], v: u32) -> usize {
+    let (mut lo, mut hi) = (0, b.len() / 4);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if u64_at(b, mid) < v {
+        if hash_at(b, mid) < v {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -550,16 +560,16 @@ fn lower_bound(b: &[u8], v: u64) -> usize {
 }
 
 impl Side<'_> {
-    fn on_branch(&self, hash: u64) -> bool {
+    fn on_branch(&self, hash: u32) -> bool {
         let i = lower_bound(self.branch, hash);
-        i < self.branch.len() / 8 && u64_at(self.branch, i) == hash
+        i < self.branch.len() / 4 && hash_at(self.branch, i) == hash
     }
 
     /// Whether a result whose id hashes to `hash` may be on the branch (the ids are not
     /// kept: a hit is "maybe").
-    fn may_have_result(&self, hash: u64) -> bool {
+    fn may_have_result(&self, hash: u32) -> bool {
         let i = lower_bound(self.result_hashes, hash);
-        i < self.result_hashes.len() / 8 && u64_at(self.result_hashes, i) == hash
+        i < self.result_hashes.len() / 4 && hash_at(self.result_hashes, i) == hash
     }
 }
 
@@ -614,18 +624,18 @@ impl<'a> SideOut<'a> {
     }
 }
 
-/// Sorted u64 records `old` with the sorted values `add` inserted (runs of `old` between
+/// Sorted u32 records `old` with the sorted values `add` inserted (runs of `old` between
 /// them).
-fn merge_in<'a>(old: &'a [u8], add: &[u64]) -> SideOut<'a> {
+fn merge_in<'a>(old: &'a [u8], add: &[u32]) -> SideOut<'a> {
     let mut out = SideOut::default();
     let mut from = 0;
     for &v in add {
-        let at = from + lower_bound(&old[from * 8..], v);
-        out.old(&old[from * 8..at * 8]);
+        let at = from + lower_bound(&old[from * 4..], v);
+        out.old(&old[from * 4..at * 4]);
         out.new_bytes(v.to_le_bytes().to_vec());
         from = at;
     }
-    out.old(&old[from * 8..]);
+    out.old(&old[from * 4..]);
     out
 }
 
@@ -669,10 +679,10 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     let events = r.u32()? as usize;
     let lines = r.u32()? as usize;
     let leaf = r.string()?;
-    let n = r.count(8)?;
-    let branch = r.take(n * 8)?;
-    let m = r.count(8)?;
-    let result_hashes = r.take(m * 8)?;
+    let n = r.count(4)?;
+    let branch = r.take(n * 4)?;
+    let m = r.count(4)?;
+    let result_hashes = r.take(m * 4)?;
     let k = r.count(8)?;
     let mut open = Vec::with_capacity(k);
     for _ in 0..k {
@@ -681,9 +691,9 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     }
     // Both hash arrays are searched by bisection.
     let sorted = |b: &[u8]| {
-        let mut previous = 0u64;
-        b.chunks_exact(8).all(|w| {
-            let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let mut previous = 0u32;
+        b.chunks_exact(4).all(|w| {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             let ok = v >= previous;
             previous = v;
             ok
@@ -708,9 +718,9 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
 /// branch's entry ids, and the branch's tool-result ids (a set, and their hashes sorted).
 pub struct SideIds<'s> {
     leaf: &'s str,
-    branch_ids: Vec<u64>,
+    branch_ids: Vec<u32>,
     result_ids: FxHashSet<&'s str>,
-    results: Vec<u64>,
+    results: Vec<u32>,
 }
 
 /// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
@@ -725,9 +735,9 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
         return None;
     }
     let leaf = session.entries[leaf].id.as_deref()?;
-    let mut branch_ids: Vec<u64> = branch
+    let mut branch_ids: Vec<u32> = branch
         .iter()
-        .filter_map(|&i| session.entries[i].id.as_deref().map(id_hash))
+        .filter_map(|&i| session.entries[i].id.as_deref().map(side_hash))
         .collect();
     branch_ids.sort_unstable();
     branch_ids.dedup();
@@ -740,7 +750,7 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
             result_ids.insert(id);
         }
     }
-    let mut results: Vec<u64> = result_ids.iter().map(|id| id_hash(id)).collect();
+    let mut results: Vec<u32> = result_ids.iter().map(|id| side_hash(id)).collect();
     results.sort_unstable();
     results.dedup();
     Some(SideIds {
@@ -804,7 +814,7 @@ pub fn side_with(
 }
 
 /// Tag of a delta.
-const DELTA_TAG: &[u8; 4] = b"PD\x02\x00";
+const DELTA_TAG: &[u8; 4] = b"PD\x03\x00";
 
 /// What the entries appended since an index file was written add to its stored projection
 /// and side data (kept in the index's growth file, so an extension rewrites only this, not
@@ -817,7 +827,7 @@ const DELTA_TAG: &[u8; 4] = b"PD\x02\x00";
 /// Layout: tag, the stored projection's event, line and paired counts (u32; the delta
 /// applies to exactly that projection), `highest_seq` (u64), then counted arrays: line
 /// records, event records, patches (u32 pairs), paired records, windows (as in the
-/// projection), tool names, the leaf id, branch hashes (u64), result id hashes (u64), open
+/// projection), tool names, the leaf id, branch hashes (u32), result id hashes (u32), open
 /// calls (u32 event and string).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
@@ -832,8 +842,8 @@ pub struct Delta {
     windows: Vec<Window>,
     tool_names: Vec<String>,
     leaf: String,
-    branch: Vec<u64>,
-    results: Vec<u64>,
+    branch: Vec<u32>,
+    results: Vec<u32>,
     open: Vec<(u32, String)>,
 }
 
@@ -956,15 +966,15 @@ impl Delta {
             tool_names.push(r.string()?);
         }
         let leaf = r.string()?;
-        let n = r.count(8)?;
+        let n = r.count(4)?;
         let mut branch = Vec::with_capacity(n);
         for _ in 0..n {
-            branch.push(r.u64()?);
+            branch.push(r.u32()?);
         }
-        let n = r.count(8)?;
+        let n = r.count(4)?;
         let mut results = Vec::with_capacity(n);
         for _ in 0..n {
-            results.push(r.u64()?);
+            results.push(r.u32()?);
         }
         let n = r.count(8)?;
         let mut open = Vec::with_capacity(n);
@@ -1085,7 +1095,7 @@ pub fn extend(
     };
     let mut open: FxHashMap<String, u32> =
         open.into_iter().map(|(event, id)| (id, event)).collect();
-    let mut new_ids: FxHashSet<u64> = FxHashSet::default();
+    let mut new_ids: FxHashSet<u32> = FxHashSet::default();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
     let mut line_count = base_lines + lines.len() / LINE_BYTES;
     lines.reserve(entries.len() * LINE_BYTES);
@@ -1096,7 +1106,7 @@ pub fn extend(
         if entry.parent_id.as_deref() != Some(leaf.as_str()) {
             return None;
         }
-        let hash = id_hash(id);
+        let hash = side_hash(id);
         if side.on_branch(hash) || branch.binary_search(&hash).is_ok() || !new_ids.insert(hash) {
             return None;
         }
@@ -1204,7 +1214,7 @@ pub fn extend(
                             // A call whose id already has a result stays unpaired. Earlier
                             // results are known by hash only: a hit may be another id, so
                             // the projection is rebuilt rather than guessed.
-                            let hash = id_hash(id);
+                            let hash = side_hash(id);
                             if side.may_have_result(hash) || results.binary_search(&hash).is_ok() {
                                 return None;
                             }
@@ -1242,7 +1252,7 @@ pub fn extend(
     // Result hashes known already (stored, or in the earlier delta) need no second record.
     let mut results = results;
     for id in &new_result_ids {
-        let hash = id_hash(id);
+        let hash = side_hash(id);
         if !side.may_have_result(hash) {
             results.push(hash);
         }
@@ -1319,9 +1329,9 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
     let side = decode_side(side)?;
     let event_count = delta.base_events + delta.events.len() / EVENT_BYTES;
     let line_count = delta.base_lines + delta.lines.len() / LINE_BYTES;
-    let branch_count = side.branch.len() / 8 + delta.branch.len();
+    let branch_count = side.branch.len() / 4 + delta.branch.len();
     let branch = merge_in(side.branch, &delta.branch);
-    let results_count = side.result_hashes.len() / 8 + delta.results.len();
+    let results_count = side.result_hashes.len() / 4 + delta.results.len();
     let result_hashes = merge_in(side.result_hashes, &delta.results);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),
