@@ -18,6 +18,8 @@ use super::projection::{
     Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window,
     marker_window, seq_count,
 };
+use compact_str::CompactString;
+
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
 
 const TAG: &[u8; 4] = b"PJ\x04\x00";
@@ -301,6 +303,10 @@ struct Sections<'a> {
 }
 
 impl Sections<'_> {
+    fn line(&self, i: usize) -> Option<Line> {
+        let at = self.lines_at + i * LINE_BYTES;
+        (i < self.n_lines).then(|| Line::read(&self.bytes[at..at + LINE_BYTES]))
+    }
     fn events(&self) -> &[u8] {
         &self.bytes[self.events_at..self.events_at + self.n_events * EVENT_BYTES]
     }
@@ -510,16 +516,17 @@ const SIDE_TAG: &[u8; 4] = b"PS\x04\x00";
 ///   one of them would change what the parent walk finds, so an appended id whose hash is
 ///   among them is not extended in place (with a million entries on the branch, one append
 ///   in ≈ 4,000 rebuilds for a mere collision);
-/// - the hashes of the `toolCallId`s of the branch's tool results (sorted): a call whose id
-///   already has a result stays unpaired, so a call whose id's hash is among them is not
-///   extended in place (the ids themselves are not kept: they were ≈ 35 bytes of every tool
-///   result, which pushed sessions of short lines past the index's 10 % share; a rebuild on
-///   a hash that merely collides costs time, never a wrong answer);
+/// - the tool results of the branch, each as its `toolCallId`'s hash and its line (sorted by
+///   hash): a call whose id already has a result stays unpaired, so for an appended call
+///   whose id's hash is among them the result's line is read back and its id compared (the
+///   ids themselves are not kept: they were ≈ 35 bytes of every tool result, which pushed
+///   sessions of short lines past the index's 10 % share);
 /// - the open calls: for every call id with no result on the branch, its first call event,
 ///   which the first result with that id will be paired with.
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
-/// id hashes (count, u32 each, [`side_hash`]), the result id hashes (count, u32 each), the open calls
+/// id hashes (count, u32 each, [`side_hash`]), the results (count, u32 id hash and u32 line
+/// each), the open calls
 /// (count, event index u32 and id each). The arrays are searched where they lie (no per-id decode), and
 /// an extension copies them in runs around the few new values.
 struct Side<'a> {
@@ -528,7 +535,7 @@ struct Side<'a> {
     lines: usize,
     leaf: String,
     branch: &'a [u8],
-    result_hashes: &'a [u8],
+    results: &'a [u8],
     open: Vec<(u32, String)>,
 }
 
@@ -536,21 +543,27 @@ struct Side<'a> {
 /// only ever a "maybe": it stops an extension in place (the call rebuilds), so a collision
 /// costs time, never an answer; 32 bits instead of 64 save 4 bytes of every entry, which
 /// decide whether sessions of short lines keep their projection within the index's share.
-fn side_hash(id: &str) -> u32 {
+pub(super) fn side_hash(id: &str) -> u32 {
     (id_hash(id) >> 32) as u32
 }
 
+/// Width of a branch id record (its hash).
+const BRANCH_BYTES: usize = 4;
+/// Width of a tool-result record: its id's hash, then its line (a projection line index).
+const RESULT_BYTES: usize = 8;
+
 #[inline]
-fn hash_at(b: &[u8], i: usize) -> u32 {
-    le32(b, i * 4)
+fn hash_at(b: &[u8], i: usize, width: usize) -> u32 {
+    le32(b, i * width)
 }
 
-/// The first index of sorted u32 records `b` whose value is not below `v`.
-fn lower_bound(b: &[u8], v: u32) -> usize {
-    let (mut lo, mut hi) = (0, b.len() / 4);
+/// The first index of `width`-byte records `b`, sorted by their leading u32 hash, whose hash
+/// is not below `v`.
+fn lower_bound(b: &[u8], v: u32, width: usize) -> usize {
+    let (mut lo, mut hi) = (0, b.len() / width);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if hash_at(b, mid) < v {
+        if hash_at(b, mid, width) < v {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -561,15 +574,17 @@ fn lower_bound(b: &[u8], v: u32) -> usize {
 
 impl Side<'_> {
     fn on_branch(&self, hash: u32) -> bool {
-        let i = lower_bound(self.branch, hash);
-        i < self.branch.len() / 4 && hash_at(self.branch, i) == hash
+        let i = lower_bound(self.branch, hash, BRANCH_BYTES);
+        i < self.branch.len() / BRANCH_BYTES && hash_at(self.branch, i, BRANCH_BYTES) == hash
     }
 
-    /// Whether a result whose id hashes to `hash` may be on the branch (the ids are not
-    /// kept: a hit is "maybe").
-    fn may_have_result(&self, hash: u32) -> bool {
-        let i = lower_bound(self.result_hashes, hash);
-        i < self.result_hashes.len() / 4 && hash_at(self.result_hashes, i) == hash
+    /// The lines of the stored tool results whose id hashes to `hash` (the ids are not
+    /// kept: each is a "maybe", to be read from its line).
+    fn result_lines(&self, hash: u32) -> impl Iterator<Item = u32> + '_ {
+        let records = self.results;
+        (lower_bound(records, hash, RESULT_BYTES)..records.len() / RESULT_BYTES)
+            .take_while(move |&i| hash_at(records, i, RESULT_BYTES) == hash)
+            .map(move |i| le32(records, i * RESULT_BYTES + 4))
     }
 }
 
@@ -624,18 +639,18 @@ impl<'a> SideOut<'a> {
     }
 }
 
-/// Sorted u32 records `old` with the sorted values `add` inserted (runs of `old` between
-/// them).
-fn merge_in<'a>(old: &'a [u8], add: &[u32]) -> SideOut<'a> {
+/// `width`-byte records `old` sorted by their leading u32 hash, with the records `add`
+/// (sorted the same way) inserted (runs of `old` between them).
+fn merge_in<'a>(old: &'a [u8], add: &[Vec<u8>], width: usize) -> SideOut<'a> {
     let mut out = SideOut::default();
     let mut from = 0;
-    for &v in add {
-        let at = from + lower_bound(&old[from * 4..], v);
-        out.old(&old[from * 4..at * 4]);
-        out.new_bytes(v.to_le_bytes().to_vec());
+    for record in add {
+        let at = from + lower_bound(&old[from * width..], le32(record, 0), width);
+        out.old(&old[from * width..at * width]);
+        out.new_bytes(record.clone());
         from = at;
     }
-    out.old(&old[from * 4..]);
+    out.old(&old[from * width..]);
     out
 }
 
@@ -679,10 +694,10 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     let events = r.u32()? as usize;
     let lines = r.u32()? as usize;
     let leaf = r.string()?;
-    let n = r.count(4)?;
-    let branch = r.take(n * 4)?;
-    let m = r.count(4)?;
-    let result_hashes = r.take(m * 4)?;
+    let n = r.count(BRANCH_BYTES)?;
+    let branch = r.take(n * BRANCH_BYTES)?;
+    let m = r.count(RESULT_BYTES)?;
+    let results = r.take(m * RESULT_BYTES)?;
     let k = r.count(8)?;
     let mut open = Vec::with_capacity(k);
     for _ in 0..k {
@@ -690,16 +705,16 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
         open.push((event, r.string()?));
     }
     // Both hash arrays are searched by bisection.
-    let sorted = |b: &[u8]| {
+    let sorted = |b: &[u8], width: usize| {
         let mut previous = 0u32;
-        b.chunks_exact(4).all(|w| {
+        b.chunks_exact(width).all(|w| {
             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             let ok = v >= previous;
             previous = v;
             ok
         })
     };
-    if r.at != bytes.len() || !sorted(branch) || !sorted(result_hashes) {
+    if r.at != bytes.len() || !sorted(branch, BRANCH_BYTES) || !sorted(results, RESULT_BYTES) {
         return None;
     }
     Some(Side {
@@ -708,19 +723,18 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
         lines,
         leaf,
         branch,
-        result_hashes,
+        results,
         open,
     })
 }
 
 /// The part of the side data ([`side_with`]) that needs only the session and the branch
 /// (so it is computed beside the projection): the leaf's id, the sorted hashes of the
-/// branch's entry ids, and the branch's tool-result ids (a set, and their hashes sorted).
+/// branch's entry ids, and the branch's tool-result ids (a set).
 pub struct SideIds<'s> {
     leaf: &'s str,
     branch_ids: Vec<u32>,
     result_ids: FxHashSet<&'s str>,
-    results: Vec<u32>,
 }
 
 /// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
@@ -750,14 +764,10 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
             result_ids.insert(id);
         }
     }
-    let mut results: Vec<u32> = result_ids.iter().map(|id| side_hash(id)).collect();
-    results.sort_unstable();
-    results.dedup();
     Some(SideIds {
         leaf,
         branch_ids,
         result_ids,
-        results,
     })
 }
 
@@ -774,9 +784,28 @@ pub fn side_with(
         leaf,
         branch_ids,
         result_ids,
-        results,
     } = ids;
-    let hashes: Vec<u8> = results.iter().flat_map(|h| h.to_le_bytes()).collect();
+    // Every tool result of the branch is a line of the projection (an event, or the result
+    // shown at its call): its record is its id's hash and that line.
+    let mut results: Vec<(u32, u32)> = Vec::with_capacity(result_ids.len());
+    let mut found: FxHashSet<&str> = FxHashSet::default();
+    for (line, &entry) in entry_of_line.iter().enumerate() {
+        if let EntryKind::Message(m) = &session.entries[entry].kind
+            && m.role == Role::ToolResult
+            && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
+            && found.insert(id)
+        {
+            results.push((side_hash(id), usize32(line)?));
+        }
+    }
+    if found.len() != result_ids.len() {
+        return None;
+    }
+    results.sort_unstable();
+    let hashes: Vec<u8> = results
+        .iter()
+        .flat_map(|(hash, line)| [hash.to_le_bytes(), line.to_le_bytes()].concat())
+        .collect();
     let mut open = Vec::new();
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     for (index, event) in projection.events().enumerate() {
@@ -827,7 +856,7 @@ const DELTA_TAG: &[u8; 4] = b"PD\x03\x00";
 /// Layout: tag, the stored projection's event, line and paired counts (u32; the delta
 /// applies to exactly that projection), `highest_seq` (u64), then counted arrays: line
 /// records, event records, patches (u32 pairs), paired records, windows (as in the
-/// projection), tool names, the leaf id, branch hashes (u32), result id hashes (u32), open
+/// projection), tool names, the leaf id, branch hashes (u32), results (u32 id hash, u32 line), open
 /// calls (u32 event and string).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
@@ -843,7 +872,8 @@ pub struct Delta {
     tool_names: Vec<String>,
     leaf: String,
     branch: Vec<u32>,
-    results: Vec<u32>,
+    /// Tool results appended since: their id's hash and their line, sorted.
+    results: Vec<(u32, u32)>,
     open: Vec<(u32, String)>,
 }
 
@@ -927,8 +957,9 @@ impl Delta {
             out.extend_from_slice(&hash.to_le_bytes());
         }
         put(&mut out, usize32(self.results.len())?);
-        for hash in &self.results {
-            out.extend_from_slice(&hash.to_le_bytes());
+        for &(hash, line) in &self.results {
+            put(&mut out, hash);
+            put(&mut out, line);
         }
         put(&mut out, usize32(self.open.len())?);
         for (event, id) in &self.open {
@@ -971,10 +1002,10 @@ impl Delta {
         for _ in 0..n {
             branch.push(r.u32()?);
         }
-        let n = r.count(4)?;
+        let n = r.count(RESULT_BYTES)?;
         let mut results = Vec::with_capacity(n);
         for _ in 0..n {
-            results.push(r.u32()?);
+            results.push((r.u32()?, r.u32()?));
         }
         let n = r.count(8)?;
         let mut open = Vec::with_capacity(n);
@@ -1019,7 +1050,9 @@ impl Delta {
 /// `lines`, which only `Source` indexes refer to): seqs continue over the new entries in
 /// file order, a reset marker opens a window, events join the last window, a new tool
 /// result is paired with the first open call of its id (its event record is patched) or
-/// is an event of its own.
+/// is an event of its own. `result_id_at` gives the `toolCallId` of the tool result whose
+/// line is at the offset and length given (a stored result whose id's hash an appended
+/// call's id shares is read back with it; `None` gives up the extension).
 pub fn extend(
     buf: &[u8],
     at: usize,
@@ -1027,6 +1060,7 @@ pub fn extend(
     header: &Header,
     prev: Option<&[u8]>,
     entries: &[Entry],
+    result_id_at: &mut dyn FnMut(u64, u64) -> Option<CompactString>,
 ) -> Option<Delta> {
     if header.version < 3 {
         return None;
@@ -1097,6 +1131,7 @@ pub fn extend(
         open.into_iter().map(|(event, id)| (id, event)).collect();
     let mut new_ids: FxHashSet<u32> = FxHashSet::default();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
+    let mut new_results: Vec<(u32, u32)> = Vec::new();
     let mut line_count = base_lines + lines.len() / LINE_BYTES;
     lines.reserve(entries.len() * LINE_BYTES);
     events.reserve(entries.len() * 64);
@@ -1190,8 +1225,10 @@ pub fn extend(
                                 },
                             )?,
                         }
-                        if let Some(id) = id {
-                            new_result_ids.insert(id.to_string());
+                        if let Some(id) = id
+                            && new_result_ids.insert(id.to_string())
+                        {
+                            new_results.push((side_hash(id), usize32(line)?));
                         }
                     }
                     Role::BashExecution => put_event(
@@ -1212,13 +1249,31 @@ pub fn extend(
                         let index = usize32(n_old + events.len() / EVENT_BYTES)?;
                         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
                             // A call whose id already has a result stays unpaired. Earlier
-                            // results are known by hash only: a hit may be another id, so
-                            // the projection is rebuilt rather than guessed.
+                            // results are known by hash and line: a hit is read back from
+                            // its line (a line that is no such result rebuilds).
                             let hash = side_hash(id);
-                            if side.may_have_result(hash) || results.binary_search(&hash).is_ok() {
-                                return None;
+                            let mut known = new_result_ids.contains(id);
+                            let earlier = side.result_lines(hash).chain(
+                                results
+                                    .iter()
+                                    .skip(results.partition_point(|r| r.0 < hash))
+                                    .take_while(|r| r.0 == hash)
+                                    .map(|r| r.1),
+                            );
+                            for line in earlier {
+                                if known {
+                                    break;
+                                }
+                                let line = line as usize;
+                                let at = if line < base_lines {
+                                    sections.line(line)?
+                                } else {
+                                    let at = (line - base_lines) * LINE_BYTES;
+                                    Line::read(lines.get(at..at + LINE_BYTES)?)
+                                };
+                                known = result_id_at(at.offset, at.len)? == id;
                             }
-                            if !new_result_ids.contains(id) {
+                            if !known {
                                 open.entry(id.to_string()).or_insert(index);
                             }
                         }
@@ -1249,16 +1304,11 @@ pub fn extend(
     open.sort_unstable();
     branch.extend(new_ids);
     branch.sort_unstable();
-    // Result hashes known already (stored, or in the earlier delta) need no second record.
+    // A result whose id had a result before gets a record too (lookups read every line
+    // with the hash): rare, and deciding it would mean reading those lines.
     let mut results = results;
-    for id in &new_result_ids {
-        let hash = side_hash(id);
-        if !side.may_have_result(hash) {
-            results.push(hash);
-        }
-    }
+    results.extend(new_results);
     results.sort_unstable();
-    results.dedup();
     Some(Delta {
         base_events: n_old,
         base_lines,
@@ -1329,10 +1379,20 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
     let side = decode_side(side)?;
     let event_count = delta.base_events + delta.events.len() / EVENT_BYTES;
     let line_count = delta.base_lines + delta.lines.len() / LINE_BYTES;
-    let branch_count = side.branch.len() / 4 + delta.branch.len();
-    let branch = merge_in(side.branch, &delta.branch);
-    let results_count = side.result_hashes.len() / 4 + delta.results.len();
-    let result_hashes = merge_in(side.result_hashes, &delta.results);
+    let branch_count = side.branch.len() / BRANCH_BYTES + delta.branch.len();
+    let added: Vec<Vec<u8>> = delta
+        .branch
+        .iter()
+        .map(|h| h.to_le_bytes().to_vec())
+        .collect();
+    let branch = merge_in(side.branch, &added, BRANCH_BYTES);
+    let results_count = side.results.len() / RESULT_BYTES + delta.results.len();
+    let added: Vec<Vec<u8>> = delta
+        .results
+        .iter()
+        .map(|(hash, line)| [hash.to_le_bytes(), line.to_le_bytes()].concat())
+        .collect();
+    let result_hashes = merge_in(side.results, &added, RESULT_BYTES);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),
         (branch, branch_count),

@@ -289,6 +289,7 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
                 &file.header,
                 delta.as_deref(),
                 appended.entries(),
+                &mut |offset, len| file.tool_result_id_at(offset, len),
             ) else {
                 return Ok(None);
             };

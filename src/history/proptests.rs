@@ -1491,13 +1491,13 @@ fn pi_appends_extend_the_stored_projection_in_place() {
 }
 
 #[test]
-fn a_call_reusing_an_id_whose_result_is_stored_rebuilds_rather_than_guesses() {
+fn a_call_reusing_an_id_whose_result_is_stored_stays_unpaired_in_place() {
     use Kind::*;
     let c = |kind| (kind, 0u8, 0usize, false);
     // Call ids cycle through c0..c29: the third assistant's call is c0 again, whose result
-    // is on the stored branch. The index keeps result ids as hashes only, so that append
-    // must not be extended in place (its call stays unpaired: the rebuild decides). The
-    // first users pad the file, so the 29 open calls' records fit the index's share.
+    // is on the stored branch. The index keeps result ids as hashes and lines: the hit is
+    // read back from its line, so the append extends in place with the call unpaired.
+    // The first users pad the file, so the 29 open calls' records fit the index's share.
     let mut spec = vec![c(User(true)); 8];
     spec.extend([
         c(User(true)),
@@ -1515,10 +1515,11 @@ fn a_call_reusing_an_id_whose_result_is_stored_rebuilds_rather_than_guesses() {
             text: false,
             calls: 1,
         }),
+        c(Result { call: 0 }),
         c(User(true)),
     ]);
     let lines = grown_lines(&spec);
-    let built = lines.len() - 3;
+    let built = lines.len() - 4;
     assert!(
         lines[built + 1].contains(r#""id":"c0""#),
         "{}",
@@ -1527,20 +1528,82 @@ fn a_call_reusing_an_id_whose_result_is_stored_rebuilds_rather_than_guesses() {
     let cache = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
-    let queries = vec!["assistant".to_string(), "out 3".to_string()];
+    let queries = vec!["assistant".to_string(), "out 1".to_string()];
     let mode = IndexMode::In {
         dir: cache.path(),
         now: std::time::SystemTime::UNIX_EPOCH,
     };
     std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
     assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
-    let mut fast = Vec::new();
     for line in &lines[built..] {
         append(&path, &format!("{line}\n"));
-        fast.push(extended_in_place(&path, cache.path()));
+        assert!(extended_in_place(&path, cache.path()), "{line}");
         let (plain, _) = answers(&path, &queries, &IndexMode::Off);
         let (indexed, _) = answers(&path, &queries, &mode);
         assert_eq!(plain, indexed);
     }
-    assert_eq!(fast, vec![true, false, true]);
+}
+
+#[test]
+fn a_call_whose_id_only_shares_a_stored_results_hash_is_paired_in_place() {
+    // Two call ids with the same 32-bit side hash: the stored result of the first must not
+    // make the second look answered.
+    let mut seen = std::collections::HashMap::new();
+    let (first, second) = (0u32..)
+        .find_map(|n| {
+            let id = format!("toolu_{n:08}");
+            let hash = super::flat::side_hash(&id);
+            seen.insert(hash, id.clone()).map(|earlier| (earlier, id))
+        })
+        .unwrap();
+    let pad = "p".repeat(2500);
+    let line = |v: serde_json::Value| {
+        let mut v = v;
+        v["pad"] = json!(pad);
+        v.to_string()
+    };
+    let call = |id: &str, entry: &str, parent: &str, call: &str| {
+        line(
+            json!({"type":"message","id":entry,"parentId":parent,"timestamp":"2026-01-01T00:00:01.000Z",
+            "message":{"role":"assistant","content":[{"type":"toolCall","id":call,"name":"t","arguments":{"n":id}}]}}),
+        )
+    };
+    let result = |entry: &str, parent: &str, call: &str, text: &str| {
+        line(
+            json!({"type":"message","id":entry,"parentId":parent,"timestamp":"2026-01-01T00:00:02.000Z",
+            "message":{"role":"toolResult","toolCallId":call,"toolName":"t","content":[{"type":"text","text":text}],"isError":false}}),
+        )
+    };
+    let mut lines = vec![
+        json!({"type":"session","version":3,"id":"0197hash-session","timestamp":"2026-01-01T00:00:00.000Z"}).to_string(),
+        line(json!({"type":"message","id":"e0","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"go"}})),
+    ];
+    for i in 1..6 {
+        lines.push(line(json!({"type":"message","id":format!("u{i}"),"parentId": if i == 1 { "e0".to_string() } else { format!("u{}", i - 1) },"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"more"}})));
+    }
+    lines.push(call("a", "e1", "u5", &first));
+    lines.push(result("e2", "e1", &first, "first output"));
+    let built = lines.len();
+    lines.push(call("b", "e3", "e2", &second));
+    lines.push(result("e4", "e3", &second, "second output"));
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let queries = vec!["second output".to_string(), "t".to_string()];
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
+    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
+    for line in &lines[built..] {
+        append(&path, &format!("{line}\n"));
+        assert!(extended_in_place(&path, cache.path()), "{line}");
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, _) = answers(&path, &queries, &mode);
+        assert_eq!(plain, indexed);
+    }
+    // The second call is shown with its result (paired), not as an open call.
+    let opened = open(&path, None).unwrap();
+    assert_eq!(opened.projection.paired_results().count(), 2);
 }

@@ -596,6 +596,25 @@ impl SessionFile {
         read_line_at(&self.path, &self.file, offset, len)
     }
 
+    /// The `toolCallId` of the tool result whose line is `[offset, offset + len)`, decoded
+    /// as a full read decodes it (the same fast and slow paths); `None` when the line cannot
+    /// be read or is not a tool result with an id.
+    pub fn tool_result_id_at(&self, offset: u64, len: u64) -> Option<CompactString> {
+        let body = self.raw_at(offset, len).ok()?;
+        let id_of = |raw: skeleton::RawEntry| match entry_from_raw(raw, 0, offset, len, 3).kind {
+            EntryKind::Message(m) if m.role == Role::ToolResult => m.tool_call_id,
+            _ => None,
+        };
+        match light::decode(&body) {
+            light::Light::Entry(raw, _) => id_of(raw),
+            light::Light::Malformed => None,
+            light::Light::Unsure => match slow_decode(&body)? {
+                Ok(raw) => id_of(raw),
+                Err(fixed) => id_of(skeleton::decode(&fixed).ok()?),
+            },
+        }
+    }
+
     /// Fully decode the entry line at `[offset, offset + len)`, with the in-memory
     /// migrations applied.
     pub fn load_at(&self, offset: u64, len: u64) -> Result<Value, SessionError> {
