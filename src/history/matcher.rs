@@ -363,13 +363,23 @@ impl Prefilter {
     /// the line's strings could read differently in a document than in its bytes (an escape
     /// other than JavaScript's own).
     pub fn line_mask(&self, line: &[u8]) -> u64 {
+        self.line_mask_with(line, || has_foreign_escape(line))
+    }
+
+    /// [`Self::line_mask`] of a line whose [`has_foreign_escape`] is known (`escapes`: the
+    /// session decode finds it for every line).
+    pub fn line_mask_known(&self, line: &[u8], escapes: bool) -> u64 {
+        self.line_mask_with(line, || escapes)
+    }
+
+    fn line_mask_with(&self, line: &[u8], escapes: impl FnOnce() -> bool) -> u64 {
         let mut mask = 0u64;
         for (bit, literal) in self.scans() {
             if literal.is_match(line) {
                 mask |= bit;
             }
         }
-        if mask & self.all != self.all && has_foreign_escape(line) {
+        if mask & self.all != self.all && escapes() {
             return u64::MAX;
         }
         mask

@@ -590,8 +590,9 @@ fn scan_flags(file: &File, entries: &[Entry], test: &LineTest<'_>) -> std::io::R
             let Some((offset, body)) = reader.next_line()? else {
                 break;
             };
-            if offset == group[flags.len()].offset {
-                flags.push(test(body));
+            let entry = &group[flags.len()];
+            if offset == entry.offset {
+                flags.push(test(body, entry.escapes));
             }
         }
         // A line that no longer reads where it was (cannot happen for a validated index):

@@ -218,7 +218,7 @@ pub struct Session {
 impl Session {
     /// Open and read a session file.
     pub fn open(path: &Path) -> Result<Session, SessionError> {
-        Ok(Self::open_testing_lines(path, &|_| 0)?.0)
+        Ok(Self::open_testing_lines(path, &|_, _| 0)?.0)
     }
 
     /// Open and read a session file, also testing the raw bytes of every entry line with
@@ -265,7 +265,7 @@ impl Session {
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
-        let test = |line: &[u8]| line_test.map_or(0, |t| t(line));
+        let test = |line: &[u8], escapes: bool| line_test.map_or(0, |t| t(line, escapes));
         let (mut decoded, use_, pending) = match mode {
             IndexMode::Off | IndexMode::Unavailable => {
                 let decoded = decode_range(path, &file, size, 0, size, &test, Decoded::empty())?;
@@ -555,7 +555,7 @@ impl SessionFile {
                 size,
                 peeked.indexed,
                 peeked.complete,
-                &|_| 0,
+                &|_, _| 0,
                 so_far,
             )?;
             so_far = Decoded {
@@ -571,7 +571,7 @@ impl SessionFile {
                 chunk: std::cell::OnceCell::new(),
             });
         }
-        let tail = decode_range(path, &file, size, peeked.complete, size, &|_| 0, so_far)?;
+        let tail = decode_range(path, &file, size, peeked.complete, size, &|_, _| 0, so_far)?;
         if !tail.entries.is_empty() {
             return Ok(None);
         }
@@ -699,7 +699,10 @@ pub fn has_foreign_escape(line: &[u8]) -> bool {
 }
 
 /// A test of one entry line's raw bytes, run while the file streams (search's prefilter).
-pub type LineTest<'a> = dyn Fn(&[u8]) -> u64 + Sync + 'a;
+/// A test of an entry's raw line, given whether the line holds an escape JavaScript would not
+/// write ([`has_foreign_escape`], which the decode finds anyway: the test need not scan the
+/// line again for it).
+pub type LineTest<'a> = dyn Fn(&[u8], bool) -> u64 + Sync + 'a;
 
 /// The hash of an entry id in [`Session::by_id`], also stored by history's index side data
 /// (FxHash has no random seed: the same in every process; the index checksums use it too, so
@@ -982,7 +985,7 @@ fn decode_chunk(
                     });
                 }
             } else {
-                chunk.flags.push(line_test(body));
+                chunk.flags.push(line_test(body, escapes));
                 let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
                 entry.escapes = escapes;
                 chunk.entries.push(entry);
@@ -1406,7 +1409,7 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
         let (session, flags) =
-            Session::open_testing_lines(file.path(), &|line| u64::from(line.ends_with(b"}}")))
+            Session::open_testing_lines(file.path(), &|line, _| u64::from(line.ends_with(b"}}")))
                 .unwrap();
         assert_eq!(session.entries.len(), expected);
         assert_eq!(session.skipped_lines, 4);
