@@ -1490,6 +1490,34 @@ fn pi_appends_extend_the_stored_projection_in_place() {
     assert_eq!(slow, vec![14, 16, 17]);
 }
 
+/// Index `lines[..built]` (a fresh index: `built`), then append the other lines one by one:
+/// each must extend the stored projection in place, and `queries` answer as without the index
+/// after each. The session file (and its directory, which holds it) is handed back.
+fn extends_in_place_line_by_line(
+    lines: &[String],
+    built: usize,
+    queries: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let queries: Vec<String> = queries.iter().map(|q| q.to_string()).collect();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
+    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
+    for line in &lines[built..] {
+        append(&path, &format!("{line}\n"));
+        assert!(extended_in_place(&path, cache.path()), "{line}");
+        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
+        let (indexed, _) = answers(&path, &queries, &mode);
+        assert_eq!(plain, indexed);
+    }
+    (dir, path)
+}
+
 #[test]
 fn a_call_reusing_an_id_whose_result_is_stored_stays_unpaired_in_place() {
     use Kind::*;
@@ -1525,23 +1553,7 @@ fn a_call_reusing_an_id_whose_result_is_stored_stays_unpaired_in_place() {
         "{}",
         lines[built + 1]
     );
-    let cache = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let queries = vec!["assistant".to_string(), "out 1".to_string()];
-    let mode = IndexMode::In {
-        dir: cache.path(),
-        now: std::time::SystemTime::UNIX_EPOCH,
-    };
-    std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
-    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
-    for line in &lines[built..] {
-        append(&path, &format!("{line}\n"));
-        assert!(extended_in_place(&path, cache.path()), "{line}");
-        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
-        let (indexed, _) = answers(&path, &queries, &mode);
-        assert_eq!(plain, indexed);
-    }
+    extends_in_place_line_by_line(&lines, built, &["assistant", "out 1"]);
 }
 
 #[test]
@@ -1586,23 +1598,7 @@ fn a_call_whose_id_only_shares_a_stored_results_hash_is_paired_in_place() {
     let built = lines.len();
     lines.push(call("b", "e3", "e2", &second));
     lines.push(result("e4", "e3", &second, "second output"));
-    let cache = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let queries = vec!["second output".to_string(), "t".to_string()];
-    let mode = IndexMode::In {
-        dir: cache.path(),
-        now: std::time::SystemTime::UNIX_EPOCH,
-    };
-    std::fs::write(&path, lines[..built].join("\n") + "\n").unwrap();
-    assert_eq!(answers(&path, &queries, &mode).1[0], "\"built\"");
-    for line in &lines[built..] {
-        append(&path, &format!("{line}\n"));
-        assert!(extended_in_place(&path, cache.path()), "{line}");
-        let (plain, _) = answers(&path, &queries, &IndexMode::Off);
-        let (indexed, _) = answers(&path, &queries, &mode);
-        assert_eq!(plain, indexed);
-    }
+    let (_dir, path) = extends_in_place_line_by_line(&lines, built, &["second output", "t"]);
     // The second call is shown with its result (paired), not as an open call.
     let opened = open(&path, None).unwrap();
     assert_eq!(opened.projection.paired_results().count(), 2);
