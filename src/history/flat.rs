@@ -526,9 +526,9 @@ const SIDE_TAG: &[u8; 4] = b"PS\x04\x00";
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
 /// id hashes (count, u32 each, [`side_hash`]), the results (count, u32 id hash and u32 line
-/// each), the open calls
-/// (count, event index u32 and id each). The arrays are searched where they lie (no per-id decode), and
-/// an extension copies them in runs around the few new values.
+/// each), the open calls (count, event index u32 and id each). The arrays are searched where
+/// they lie (no per-id decode), and an extension copies them in runs around the few new
+/// values.
 struct Side<'a> {
     highest_seq: u64,
     events: usize,
@@ -540,9 +540,10 @@ struct Side<'a> {
 }
 
 /// The 32-bit hash of an id kept in the side data (branch ids, tool-result ids). A hit is
-/// only ever a "maybe": it stops an extension in place (the call rebuilds), so a collision
-/// costs time, never an answer; 32 bits instead of 64 save 4 bytes of every entry, which
-/// decide whether sessions of short lines keep their projection within the index's share.
+/// only ever a "maybe": a branch-id hit stops the extension in place (the call rebuilds), a
+/// tool-result hit has the result's line read back, so a collision costs time, never an
+/// answer; 32 bits instead of 64 save 4 bytes of every entry, which decide whether sessions
+/// of short lines keep their projection within the index's share.
 pub(super) fn side_hash(id: &str) -> u32 {
     (id_hash(id) >> 32) as u32
 }
@@ -654,8 +655,8 @@ fn merge_in<'a>(old: &'a [u8], add: &[Vec<u8>], width: usize) -> SideOut<'a> {
     out
 }
 
-/// Encode side data from its parts (the hash arrays given as pieces, sorted, with their
-/// record counts).
+/// Encode side data from its parts (the branch hashes and the result records given as
+/// pieces, sorted by hash, with their record counts).
 fn encode_side<'a>(
     head: (u64, usize, usize, &str),
     branch: (SideOut<'a>, usize),
@@ -1392,11 +1393,11 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
         .iter()
         .map(|(hash, line)| [hash.to_le_bytes(), line.to_le_bytes()].concat())
         .collect();
-    let result_hashes = merge_in(side.results, &added, RESULT_BYTES);
+    let result_records = merge_in(side.results, &added, RESULT_BYTES);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),
         (branch, branch_count),
-        (result_hashes, results_count),
+        (result_records, results_count),
         &delta.open,
     )
 }
