@@ -601,18 +601,13 @@ impl SessionFile {
     /// be read or is not a tool result with an id.
     pub fn tool_result_id_at(&self, offset: u64, len: u64) -> Option<CompactString> {
         let body = self.raw_at(offset, len).ok()?;
-        let id_of = |raw: skeleton::RawEntry| match entry_from_raw(raw, 0, offset, len, 3).kind {
-            EntryKind::Message(m) if m.role == Role::ToolResult => m.tool_call_id,
-            _ => None,
-        };
-        match light::decode(&body) {
-            light::Light::Entry(raw, _) => id_of(raw),
-            light::Light::Malformed => None,
-            light::Light::Unsure => match slow_decode(&body)? {
-                Ok(raw) => id_of(raw),
-                Err(fixed) => id_of(skeleton::decode(&fixed).ok()?),
-            },
-        }
+        with_raw_entry(&body, |raw, _| {
+            match entry_from_raw(raw, 0, offset, len, 3).kind {
+                EntryKind::Message(m) if m.role == Role::ToolResult => m.tool_call_id,
+                _ => None,
+            }
+        })
+        .flatten()
     }
 
     /// Fully decode the entry line at `[offset, offset + len)`, with the in-memory
@@ -928,6 +923,21 @@ impl Drop for Meeting<'_> {
     }
 }
 
+/// Decode one entry line (without its `\n`) as every reader does — the fast decoder, else
+/// the slow one (and its repaired text) when the fast one is unsure — and hand its fields
+/// and whether it holds an escape JavaScript would not write to `f`; `None` when the line
+/// is malformed.
+fn with_raw_entry<T>(body: &[u8], f: impl FnOnce(skeleton::RawEntry<'_>, bool) -> T) -> Option<T> {
+    match light::decode(body) {
+        light::Light::Entry(raw, escapes) => Some(f(raw, escapes)),
+        light::Light::Malformed => None,
+        light::Light::Unsure => match slow_decode(body)? {
+            Ok(raw) => Some(f(raw, has_foreign_escape(body))),
+            Err(fixed) => Some(f(skeleton::decode(&fixed).ok()?, has_foreign_escape(body))),
+        },
+    }
+}
+
 /// Decode the lines in `[from, to)` of `file`. With `encode`, also encode the index's
 /// skeleton chunk of the entries; `encode` is then `Some(meeting)` of the threads decoding
 /// the other chunks of the range at once (`None` when alone). Each of them allocates its
@@ -991,28 +1001,7 @@ fn decode_chunk(
                 chunk.entries.push(entry);
             }
         };
-        let parsed = match light::decode(body) {
-            light::Light::Entry(raw, escapes) => {
-                take(raw, escapes);
-                true
-            }
-            light::Light::Malformed => false,
-            light::Light::Unsure => match slow_decode(body) {
-                Some(Ok(raw)) => {
-                    take(raw, has_foreign_escape(body));
-                    true
-                }
-                Some(Err(fixed)) => match skeleton::decode(&fixed) {
-                    Ok(raw) => {
-                        take(raw, has_foreign_escape(body));
-                        true
-                    }
-                    Err(_) => false,
-                },
-                None => false,
-            },
-        };
-        if !parsed {
+        if with_raw_entry(body, &mut take).is_none() {
             chunk.malformed += 1;
         }
     }
