@@ -1,8 +1,14 @@
-//! Generate a deterministic notes store for benchmarks: `gen_notes_store DIR [COUNT]`
+//! Generate a deterministic notes store for benchmarks:
+//! `gen_notes_store [--shape default|deep|small] DIR [COUNT]`
 //! (default 10,000 notes, about 2 KB each, ≈20 MB) spread over the five homes of the
 //! identity `--session-id bench-session --project-key bench-0000abcd --agent anonymous
 //! --model default`, with a `MAP.md` at the top of every home, about 3 % crumpled notes, and
 //! the literal `Zebrafish Lantern` (in varying case) in about 1 % of the bodies.
+//!
+//! Shapes (held-out layouts for the walk): `default` puts each note in one of 200 `topic-NNN/`
+//! directories per home; `deep` nests each note 3 to 5 directories deep (`dK-N/…`, about 7,400
+//! directories for 10,000 notes, one or two notes each); `small` writes bodies of about 200
+//! bytes (use COUNT 30000 for the "small30k" store). The default shape's output is unchanged.
 
 use std::fs;
 use std::path::PathBuf;
@@ -63,8 +69,21 @@ const WORDS: &[&str] = &[
 ];
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let dir = PathBuf::from(args.next().expect("usage: gen_notes_store DIR [COUNT]"));
+    let usage = "usage: gen_notes_store [--shape default|deep|small] DIR [COUNT]";
+    let mut args = std::env::args().skip(1).peekable();
+    let shape = if args.peek().map(String::as_str) == Some("--shape") {
+        args.next();
+        args.next().expect(usage)
+    } else {
+        "default".to_string()
+    };
+    let (deep, body_len) = match shape.as_str() {
+        "default" => (false, 1_800),
+        "deep" => (true, 1_800),
+        "small" => (false, 200),
+        _ => panic!("{usage}"),
+    };
+    let dir = PathBuf::from(args.next().expect(usage));
     let count: usize = args
         .next()
         .map_or(10_000, |c| c.parse().expect("COUNT is a number"));
@@ -85,7 +104,16 @@ fn main() {
     let mut total_bytes = 0usize;
     for i in 0..count {
         let home = &homes[i % homes.len()];
-        let path = home.join(format!("topic-{:03}/note-{i:05}.md", (i / 5) % 200));
+        let path = if deep {
+            let depth = 3 + i % 3;
+            let mut sub = PathBuf::new();
+            for k in 0..depth {
+                sub.push(format!("d{k}-{}", (i / (5 * (k + 1))) % (4 + k)));
+            }
+            home.join(sub).join(format!("note-{i:05}.md"))
+        } else {
+            home.join(format!("topic-{:03}/note-{i:05}.md", (i / 5) % 200))
+        };
         let minute = next() % 525_600;
         let stamp = format!(
             "2026-{:02}-{:02}T{:02}:{:02}:00.000+00:00",
@@ -100,7 +128,7 @@ fn main() {
             String::new()
         };
         let mut body = format!("# Note {i}\n\n");
-        while body.len() < 1_800 {
+        while body.len() < body_len {
             let words = 8 + next() % 10;
             let line: Vec<&str> = (0..words).map(|_| WORDS[next() % WORDS.len()]).collect();
             body.push_str(&line.join(" "));
