@@ -998,7 +998,7 @@ impl Delta {
             tool_names.push(r.string()?);
         }
         let leaf = r.string()?;
-        let n = r.count(4)?;
+        let n = r.count(BRANCH_BYTES)?;
         let mut branch = Vec::with_capacity(n);
         for _ in 0..n {
             branch.push(r.u32()?);

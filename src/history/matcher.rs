@@ -361,25 +361,16 @@ impl Prefilter {
 
     /// The literals this line may hold, as bits (and the nested-call probe's): every bit when
     /// the line's strings could read differently in a document than in its bytes (an escape
-    /// other than JavaScript's own).
-    pub fn line_mask(&self, line: &[u8]) -> u64 {
-        self.line_mask_with(line, || has_foreign_escape(line))
-    }
-
-    /// [`Self::line_mask`] of a line whose [`has_foreign_escape`] is known (`escapes`: the
-    /// session decode finds it for every line).
-    pub fn line_mask_known(&self, line: &[u8], escapes: bool) -> u64 {
-        self.line_mask_with(line, || escapes)
-    }
-
-    fn line_mask_with(&self, line: &[u8], escapes: impl FnOnce() -> bool) -> u64 {
+    /// other than JavaScript's own: `escapes`, the line's [`has_foreign_escape`], which the
+    /// session decode finds for every line anyway).
+    pub fn line_mask(&self, line: &[u8], escapes: bool) -> u64 {
         let mut mask = 0u64;
         for (bit, literal) in self.scans() {
             if literal.is_match(line) {
                 mask |= bit;
             }
         }
-        if mask & self.all != self.all && escapes() {
+        if mask & self.all != self.all && escapes {
             return u64::MAX;
         }
         mask
@@ -442,6 +433,14 @@ impl Prefilter {
 }
 
 pub use crate::session::has_foreign_escape;
+
+#[cfg(test)]
+impl Prefilter {
+    /// [`Prefilter::line_mask`], scanning the line for its escapes.
+    pub(crate) fn line_mask_scanning(&self, line: &[u8]) -> u64 {
+        self.line_mask(line, has_foreign_escape(line))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -553,28 +552,34 @@ mod tests {
         let m = matcher(&["rate limit"]);
         let p = m.prefilter().unwrap();
         let tool = |mask| p.candidate(DocKind::Tool, mask);
-        let call = p.line_mask(br#"{"a":"Rate"}"#);
-        let result = p.line_mask(br#"{"a":"rate LIMIT"}"#);
+        let call = p.line_mask_scanning(br#"{"a":"Rate"}"#);
+        let result = p.line_mask_scanning(br#"{"a":"rate LIMIT"}"#);
         assert!(!tool(call));
         assert!(tool(result));
         assert!(tool(call | result));
-        assert!(!p.candidate(DocKind::Text, p.line_mask(br#"{"a":"rate","b":"limit"}"#)));
-        assert!(p.candidate(DocKind::Text, p.line_mask(br#"{"a":"caf\u00e9"}"#)));
-        assert!(!tool(p.line_mask(br#"{"a":"cafe"}"#)));
+        assert!(!p.candidate(
+            DocKind::Text,
+            p.line_mask_scanning(br#"{"a":"rate","b":"limit"}"#)
+        ));
+        assert!(p.candidate(DocKind::Text, p.line_mask_scanning(br#"{"a":"caf\u00e9"}"#)));
+        assert!(!tool(p.line_mask_scanning(br#"{"a":"cafe"}"#)));
         // A generated word: plain tool documents need the phrase, nested ones only `cannot`.
         let m = matcher(&["error: cannot"]);
         let p = m.prefilter().unwrap();
         let line = br#"{"a":"cannot"}"#;
-        assert!(!p.candidate(DocKind::Tool, p.line_mask(line)));
-        assert!(!p.candidate(DocKind::Text, p.line_mask(line)));
+        assert!(!p.candidate(DocKind::Tool, p.line_mask_scanning(line)));
+        assert!(!p.candidate(DocKind::Text, p.line_mask_scanning(line)));
         let nested = br#"{"a":"cannot","nestedCalls":{}}"#;
-        assert!(p.candidate(DocKind::Tool, p.line_mask(nested)));
-        assert!(!p.candidate(DocKind::Text, p.line_mask(nested)));
-        assert!(p.candidate(DocKind::Text, p.line_mask(br#"{"a":"ERROR: Cannot"}"#)));
+        assert!(p.candidate(DocKind::Tool, p.line_mask_scanning(nested)));
+        assert!(!p.candidate(DocKind::Text, p.line_mask_scanning(nested)));
+        assert!(p.candidate(
+            DocKind::Text,
+            p.line_mask_scanning(br#"{"a":"ERROR: Cannot"}"#)
+        ));
         // A query with no tool literal: every tool document may match, text still filtered.
         let m = matcher(&["42"]);
         let p = m.prefilter().unwrap();
-        assert!(p.candidate(DocKind::Tool, p.line_mask(b"{}")));
-        assert!(!p.candidate(DocKind::Text, p.line_mask(b"{}")));
+        assert!(p.candidate(DocKind::Tool, p.line_mask_scanning(b"{}")));
+        assert!(!p.candidate(DocKind::Text, p.line_mask_scanning(b"{}")));
     }
 }
