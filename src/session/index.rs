@@ -84,7 +84,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 8;
+const FORMAT: u32 = 9;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -973,26 +973,40 @@ impl Out {
     }
 }
 
-/// Strings stored once, referred to by number.
+/// Names that repeat (tool names, custom types, unknown roles and kinds), each written in full
+/// where it first occurs and referred to by number after that. Ids are written in full: they
+/// are nearly all distinct, so a table of them costs a hash insert per id and more bytes.
 #[derive(Default)]
 struct Interner<'a> {
     ids: FxHashMap<&'a str, u64>,
-    order: Vec<&'a str>,
 }
 
 impl<'a> Interner<'a> {
-    /// 0 for `None`, else 1 + the string's number.
-    fn opt(&mut self, s: Option<&'a str>) -> u64 {
+    /// 0 for `None`; 1 then the name, at its first occurrence; else 2 + its number.
+    fn name(&mut self, out: &mut Out, s: Option<&'a str>) {
         match s {
-            None => 0,
+            None => out.u(0),
             Some(s) => {
-                let next = self.order.len() as u64;
+                let next = self.ids.len() as u64;
                 let id = *self.ids.entry(s).or_insert(next);
                 if id == next {
-                    self.order.push(s);
+                    out.u(1);
+                    out.bytes(s.as_bytes());
+                } else {
+                    out.u(id + 2);
                 }
-                id + 1
             }
+        }
+    }
+}
+
+/// An id written in full: 0 for `None`, else 1 then the id.
+fn put_id(out: &mut Out, s: Option<&str>) {
+    match s {
+        None => out.u(0),
+        Some(s) => {
+            out.u(1);
+            out.bytes(s.as_bytes());
         }
     }
 }
@@ -1029,13 +1043,12 @@ pub(crate) struct SkeletonBuffers<'a> {
 impl SkeletonBuffers<'_> {
     pub(crate) fn for_entries(n: usize) -> Self {
         SkeletonBuffers {
-            // About two distinct strings per entry (its id, a call or result id).
             strings: Interner {
-                ids: FxHashMap::with_capacity_and_hasher(n * 2, Default::default()),
-                order: Vec::with_capacity(n * 2),
+                ids: FxHashMap::with_capacity_and_hasher(64, Default::default()),
             },
+            // About 9 bytes of offsets, 9 of id and 40 of tool call or result id per entry.
             body: Out {
-                buf: Vec::with_capacity(16 + n * 64),
+                buf: Vec::with_capacity(16 + WIDE + n * 64),
             },
         }
     }
@@ -1050,13 +1063,16 @@ pub(crate) fn encode_skeleton_with<'a>(
         mut strings,
         mut body,
     } = buffers;
-    // The length and checksum, then the entries; the string table is written after them
-    // and rotated into place before them (no second buffer).
+    // The length and checksum, then the entry count and the entries.
     body.buf.extend_from_slice(&[0; 16]);
+    body.u(entries.len() as u64);
+    let first_at = body.buf.len();
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_id: Option<&str> = None;
     let mut previous_ts: &str = "";
+    // The call ids of the latest message with tool calls: a tool result names one of them.
+    let mut latest_calls: &[ToolCallMeta] = &[];
     for (n, entry) in entries.iter().enumerate() {
         if n == 0 {
             body.buf.extend_from_slice(&wide_varint(entry.line_no));
@@ -1067,15 +1083,14 @@ pub(crate) fn encode_skeleton_with<'a>(
         body.u(entry.len << 1 | u64::from(entry.escapes));
         previous_line = entry.line_no;
         previous_end = entry.offset + entry.len;
-        let id = strings.opt(entry.id.as_deref());
-        body.u(id);
-        // Parent: 0 none, 1 the previous entry's id, else 2 + string number.
+        put_id(&mut body, entry.id.as_deref());
+        // Parent: 0 none, 1 the previous entry's id, else 2 then the id.
         match entry.parent_id.as_deref() {
             None => body.u(0),
             Some(p) if previous_id == Some(p) => body.u(1),
             Some(p) => {
-                let r = strings.opt(Some(p));
-                body.u(r + 1);
+                body.u(2);
+                body.bytes(p.as_bytes());
             }
         }
         previous_id = entry.id.as_deref();
@@ -1100,29 +1115,46 @@ pub(crate) fn encode_skeleton_with<'a>(
                 let flags = u64::from(m.content_is_array) | (u64::from(m.has_text) << 1);
                 body.u(role_tag(&m.role) << 2 | flags);
                 if let Role::Other(name) = &m.role {
-                    body.u(strings.opt(Some(name)));
+                    strings.name(&mut body, Some(name));
                 }
                 body.u(m.tool_calls.len() as u64);
                 for call in &m.tool_calls {
-                    body.u(strings.opt(call.id.as_deref()));
-                    body.u(strings.opt(call.name.as_deref()));
+                    put_id(&mut body, call.id.as_deref());
+                    strings.name(&mut body, call.name.as_deref());
                 }
-                body.u(strings.opt(m.tool_call_id.as_deref()));
-                body.u(strings.opt(m.tool_name.as_deref()));
+                // The result's call id: 0 none, 1 then the id, else 2 + the index of the
+                // latest calls' id it equals.
+                match m.tool_call_id.as_deref() {
+                    None => body.u(0),
+                    Some(id) => match latest_calls
+                        .iter()
+                        .position(|c| c.id.as_deref() == Some(id))
+                    {
+                        Some(k) => body.u(k as u64 + 2),
+                        None => {
+                            body.u(1);
+                            body.bytes(id.as_bytes());
+                        }
+                    },
+                }
+                strings.name(&mut body, m.tool_name.as_deref());
+                if !m.tool_calls.is_empty() {
+                    latest_calls = &m.tool_calls;
+                }
             }
             EntryKind::Compaction => body.u(1),
             EntryKind::BranchSummary => body.u(2),
             EntryKind::CustomMessage { custom_type } => {
                 body.u(3);
-                body.u(strings.opt(custom_type.as_deref()));
+                strings.name(&mut body, custom_type.as_deref());
             }
             EntryKind::Custom {
                 custom_type,
                 window_id,
             } => {
                 body.u(4);
-                body.u(strings.opt(custom_type.as_deref()));
-                body.u(strings.opt(window_id.as_deref()));
+                strings.name(&mut body, custom_type.as_deref());
+                put_id(&mut body, window_id.as_deref());
             }
             EntryKind::Label => body.u(5),
             EntryKind::SessionInfo => body.u(6),
@@ -1132,23 +1164,13 @@ pub(crate) fn encode_skeleton_with<'a>(
             EntryKind::ContextEdit => body.u(10),
             EntryKind::Other(kind) => {
                 body.u(11);
-                body.u(strings.opt(kind.as_deref()));
+                strings.name(&mut body, kind.as_deref());
             }
         }
     }
-    let Interner { ids, order } = strings;
-    drop(ids);
-    let tail = body.buf.len();
-    body.u(order.len() as u64);
-    for s in &order {
-        body.bytes(s.as_bytes());
-    }
-    body.u(entries.len() as u64);
-    let head_len = body.buf.len() - tail;
-    body.buf[16..].rotate_right(head_len);
     Framed {
         buf: body.buf,
-        first_line: entries.first().map(|e| (16 + head_len, e.line_no)),
+        first_line: entries.first().map(|e| (first_at, e.line_no)),
     }
 }
 
@@ -1473,29 +1495,37 @@ fn decode(file: &[u8]) -> Option<Stored> {
 /// Decode one skeleton chunk's body onto `entries`; `None` unless it decodes exactly.
 fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Entry>) -> Option<()> {
     let mut r = In { buf: body, at: 0 };
-    let count = usize::try_from(r.u()?).ok()?;
-    // Every string takes at least one byte, every entry at least six.
-    if count > body.len() {
-        return None;
-    }
-    let mut strings: Vec<CompactString> = Vec::with_capacity(count);
-    for _ in 0..count {
-        strings.push(r.string()?.into());
-    }
-    let opt = |n: u64| -> Option<Option<CompactString>> {
-        match n {
+    // Names in the order of their first occurrence (see `Interner`).
+    let mut names: Vec<CompactString> = Vec::new();
+    let mut name = |r: &mut In<'_>| -> Option<Option<CompactString>> {
+        match r.u()? {
             0 => Some(None),
-            n => Some(Some(strings.get(usize::try_from(n - 1).ok()?)?.clone())),
+            1 => {
+                let s = CompactString::from(std::str::from_utf8(r.bytes()?).ok()?);
+                names.push(s.clone());
+                Some(Some(s))
+            }
+            n => Some(Some(names.get(usize::try_from(n - 2).ok()?)?.clone())),
+        }
+    };
+    let id = |r: &mut In<'_>| -> Option<Option<CompactString>> {
+        match r.u()? {
+            0 => Some(None),
+            1 => Some(Some(std::str::from_utf8(r.bytes()?).ok()?.into())),
+            _ => None,
         }
     };
     let entries_count = usize::try_from(r.u()?).ok()?;
-    if entries_count > body.len() / 6 {
+    // Every entry takes at least seven bytes.
+    if entries_count > body.len() / 7 {
         return None;
     }
     entries.reserve(entries_count);
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_ts = String::new();
+    // Where the latest message with tool calls is in `entries` (a result names one of them).
+    let mut latest_calls: Option<usize> = None;
     for _ in 0..entries_count {
         let line_no = previous_line.checked_add(r.u()?)?;
         let offset = previous_end.checked_add(r.u()?)?;
@@ -1507,11 +1537,12 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         }
         previous_line = line_no;
         previous_end = end;
-        let id = opt(r.u()?)?;
+        let entry_id = id(&mut r)?;
         let parent_id = match r.u()? {
             0 => None,
             1 => Some(entries.last()?.id.clone()?),
-            n => opt(n - 1)?,
+            2 => Some(std::str::from_utf8(r.bytes()?).ok()?.into()),
+            _ => return None,
         };
         let timestamp = match r.u()? {
             0 => None,
@@ -1535,7 +1566,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     5 => Role::BranchSummary,
                     6 => Role::CompactionSummary,
                     7 => Role::System,
-                    8 => Role::Other(opt(r.u()?)??),
+                    8 => Role::Other(name(&mut r)??),
                     _ => return None,
                 };
                 let calls = usize::try_from(r.u()?).ok()?;
@@ -1544,36 +1575,54 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                 }
                 let mut tool_calls = Vec::with_capacity(calls);
                 for _ in 0..calls {
+                    let call_id = id(&mut r)?;
                     tool_calls.push(ToolCallMeta {
-                        id: opt(r.u()?)?,
-                        name: opt(r.u()?)?,
+                        id: call_id,
+                        name: name(&mut r)?,
                     });
+                }
+                let tool_call_id = match r.u()? {
+                    0 => None,
+                    1 => Some(std::str::from_utf8(r.bytes()?).ok()?.into()),
+                    n => {
+                        let EntryKind::Message(latest) = &entries.get(latest_calls?)?.kind else {
+                            return None;
+                        };
+                        let k = usize::try_from(n - 2).ok()?;
+                        Some(latest.tool_calls.get(k)?.id.clone()?)
+                    }
+                };
+                if !tool_calls.is_empty() {
+                    latest_calls = Some(entries.len());
                 }
                 EntryKind::Message(MessageMeta {
                     role,
                     content_is_array: tag & 1 == 1,
                     has_text: tag & 2 == 2,
                     tool_calls,
-                    tool_call_id: opt(r.u()?)?,
-                    tool_name: opt(r.u()?)?,
+                    tool_call_id,
+                    tool_name: name(&mut r)?,
                 })
             }
             1 => EntryKind::Compaction,
             2 => EntryKind::BranchSummary,
             3 => EntryKind::CustomMessage {
-                custom_type: opt(r.u()?)?,
+                custom_type: name(&mut r)?,
             },
-            4 => EntryKind::Custom {
-                custom_type: opt(r.u()?)?,
-                window_id: opt(r.u()?)?,
-            },
+            4 => {
+                let custom_type = name(&mut r)?;
+                EntryKind::Custom {
+                    custom_type,
+                    window_id: id(&mut r)?,
+                }
+            }
             5 => EntryKind::Label,
             6 => EntryKind::SessionInfo,
             7 => EntryKind::ModelChange,
             8 => EntryKind::ThinkingLevelChange,
             9 => EntryKind::Usage,
             10 => EntryKind::ContextEdit,
-            11 => EntryKind::Other(opt(r.u()?)?),
+            11 => EntryKind::Other(name(&mut r)?),
             _ => return None,
         };
         entries.push(Entry {
@@ -1581,7 +1630,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             offset,
             len,
             escapes,
-            id,
+            id: entry_id,
             parent_id,
             timestamp,
             kind,
@@ -1724,6 +1773,45 @@ mod tests {
 
     fn same(a: &Session, b: &Session) -> bool {
         a.header == b.header && a.entries == b.entries && a.skipped_lines == b.skipped_lines
+    }
+
+    #[test]
+    fn every_way_a_skeleton_names_a_string_reads_back() {
+        // Ids written in full, a parent that is not the entry before (a branch), results
+        // naming the first and second call of the latest calls and one naming no call of
+        // them, names repeated and new, an unknown role and kind, a window id.
+        let lines = [
+            r#"{"type":"session","version":3,"id":"skel","timestamp":"2026-01-01T00:00:00.000Z"}"#,
+            r#"{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"call-one","name":"read","arguments":{}},{"type":"toolCall","id":"call-two","name":"bash","arguments":{}}]}}"#,
+            r#"{"type":"message","id":"r2","parentId":"a1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-two","toolName":"bash","content":[]}}"#,
+            r#"{"type":"message","id":"r1","parentId":"r2","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-one","toolName":"read","content":[]}}"#,
+            r#"{"type":"message","id":"r0","parentId":"r1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-zero","toolName":"grep","content":[]}}"#,
+            r#"{"type":"message","id":"b1","parentId":"a1","timestamp":"t","message":{"role":"wizard","content":"x"}}"#,
+            r#"{"type":"custom","id":"w1","parentId":"b1","timestamp":"2026-01-01T00:00:05.000Z","customType":"pi-context","data":{"windowId":"win-7"}}"#,
+            r#"{"type":"custom","id":"w2","parentId":"w1","timestamp":"2026-01-01T00:00:06.000Z","customType":"pi-context","data":{"windowId":"win-8"}}"#,
+            r#"{"type":"novelty","id":"n1","parentId":"w2"}"#,
+            r#"{"type":"message","id":"a2","parentId":"n1","timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"call-three","name":"read","arguments":{}}]}}"#,
+            r#"{"type":"message","id":"r3","parentId":"a2","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-one","toolName":"read","content":[]}}"#,
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        // A long line keeps the index within its 10 % share of the file.
+        let padding = format!(
+            r#"{{"type":"message","id":"p1","parentId":"r3","timestamp":"t","message":{{"role":"user","content":"{}"}}}}"#,
+            "x".repeat(60_000)
+        );
+        fs::write(&path, lines.join("\n") + "\n" + &padding + "\n").unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let plain = Session::open(&path).unwrap();
+        assert_eq!(open(&path, cache.path()).1, IndexUse::Built);
+        let (indexed, used) = open(&path, cache.path());
+        assert_eq!(used, IndexUse::Reused);
+        assert!(same(&plain, &indexed));
+        let EntryKind::Message(m) = &indexed.entries[2].kind else {
+            panic!("a message")
+        };
+        assert_eq!(m.tool_call_id.as_deref(), Some("call-one"));
+        assert_eq!(indexed.entries[4].parent_id.as_deref(), Some("a1"));
     }
 
     #[test]
