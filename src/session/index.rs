@@ -36,8 +36,8 @@ use sha1::{Digest, Sha1};
 
 use super::mapped::Mapped;
 use super::{
-    Decoded, Entry, EntryKind, Header, LineReader, LineTest, MessageMeta, PositionedReader, Role,
-    SessionError, ToolCallMeta, decode_range, io_error_of,
+    Decoded, Entries, Entry, EntryKind, Header, LineReader, LineTest, MessageMeta,
+    PositionedReader, Role, SessionError, ToolCallMeta, decode_range, io_error_of,
 };
 
 /// How a read may use the index.
@@ -567,7 +567,7 @@ fn complete_end(file: &File, size: u64) -> std::io::Result<u64> {
 /// `test` of every entry's line, for entries known from the index (one pass over their bytes,
 /// in parallel ranges for large files).
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
-fn scan_flags(file: &File, entries: &[Entry], test: &LineTest<'_>) -> std::io::Result<Vec<u64>> {
+fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::Result<Vec<u64>> {
     let Some(last) = entries.last() else {
         return Ok(Vec::new());
     };
@@ -600,12 +600,18 @@ fn scan_flags(file: &File, entries: &[Entry], test: &LineTest<'_>) -> std::io::R
         flags.resize(group.len(), u64::MAX);
         Ok(flags)
     };
-    if groups <= 1 {
-        return scan(entries);
+    // Groups of about `per` entries, none spanning two parts.
+    let groups: Vec<&[Entry]> = entries
+        .parts()
+        .iter()
+        .flat_map(|part| part.chunks(per))
+        .collect();
+    if let [group] = groups.as_slice() {
+        return scan(group);
     }
     let parts: Vec<std::io::Result<Vec<u64>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = entries
-            .chunks(per)
+        let handles: Vec<_> = groups
+            .into_iter()
             .map(|group| scope.spawn(move || scan(group)))
             .collect();
         handles
@@ -737,12 +743,14 @@ impl Pending {
 
     /// Encode the head and skeleton from the session's entries (the first [`Self::entries`]
     /// of them are the indexed ones); nothing when already encoded.
-    pub fn encode(&mut self, entries: &[Entry]) {
+    pub fn encode(&mut self, entries: &Entries) {
         if self.encoded.is_some() {
             return;
         }
-        let skeleton = chunk_of(&entries[..self.entries.min(entries.len())]);
-        self.encoded = Some((self.head(skeleton.len() as u64), vec![skeleton]));
+        // A chunk per part of the indexed entries.
+        let skeleton: Vec<Vec<u8>> = entries.prefix(self.entries).map(chunk_of).collect();
+        let back_len = skeleton.iter().map(Vec::len).sum::<usize>();
+        self.encoded = Some((self.head(back_len as u64), skeleton));
     }
 
     /// The head section, for a skeleton of `back_len` bytes ([`NO_SKELETON`]: none).
@@ -1480,7 +1488,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
     Some(Stored {
         decoded: Decoded {
             header: Some(head.header.clone()),
-            entries,
+            entries: entries.into(),
             flags: Vec::new(),
             skipped: head.skipped,
             lines,

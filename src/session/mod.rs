@@ -24,6 +24,7 @@
 //!
 //! This module must not project history (seqs, windows, documents): that is `crate::history`.
 
+mod entries;
 pub mod index;
 mod light;
 pub mod mapped;
@@ -32,6 +33,7 @@ mod skeleton;
 #[cfg(test)]
 mod hostile_proptests;
 
+pub use entries::Entries;
 pub use index::{IndexMode, IndexUse};
 
 use std::borrow::Cow;
@@ -203,7 +205,7 @@ pub struct Session {
     pub path: PathBuf,
     pub header: Header,
     /// Every entry in file order (the header excluded).
-    pub entries: Vec<Entry>,
+    pub entries: Entries,
     /// Non-blank lines that were not one JSON object (including a torn last line).
     pub skipped_lines: u64,
     /// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only
@@ -312,12 +314,12 @@ impl Session {
         path: &Path,
         file: File,
         header: Header,
-        mut entries: Vec<Entry>,
+        mut entries: Entries,
         skipped: u64,
     ) -> Session {
         if header.version < 3 {
             // v2 → v3: the `hookMessage` role was renamed `custom` (chunks decode as v3).
-            for entry in &mut entries {
+            for entry in entries.iter_mut() {
                 if let EntryKind::Message(message) = &mut entry.kind
                     && matches!(&message.role, Role::Other(role) if role == "hookMessage")
                 {
@@ -328,7 +330,7 @@ impl Session {
         if header.version < 2 {
             // v1 → v2: a single linear chain in file order, with synthetic ids.
             let mut previous: Option<CompactString> = None;
-            for entry in &mut entries {
+            for entry in entries.iter_mut() {
                 let id = compact_str::format_compact!("L{}", entry.line_no);
                 entry.parent_id = previous.replace(id.clone());
                 entry.id = Some(id);
@@ -460,7 +462,7 @@ pub struct Appended {
 impl Appended {
     /// The new entries, in file order (decoded as v3 entries: no in-memory migration).
     pub fn entries(&self) -> &[Entry] {
-        &self.decoded.entries
+        self.decoded.entries.as_slice().unwrap_or_default()
     }
 
     /// The side data stored with the index's extra data (checked, mapped), if any.
@@ -473,8 +475,7 @@ impl Appended {
         if !self.grow.keeps_skeleton() {
             return &[];
         }
-        self.chunk
-            .get_or_init(|| index::chunk_of(&self.decoded.entries))
+        self.chunk.get_or_init(|| index::chunk_of(self.entries()))
     }
 
     /// Whether a growth file with `payload` stays small beside the index file (see
@@ -564,6 +565,9 @@ impl SessionFile {
                 skipped: decoded.skipped,
                 ..Decoded::default()
             };
+            let mut decoded = decoded;
+            // Few entries: one slice for extending the stored projection.
+            decoded.entries.make_contiguous();
             appended = Some(Appended {
                 decoded,
                 complete: peeked.complete,
@@ -725,7 +729,7 @@ fn io_error_of(path: &Path, source: std::io::Error) -> SessionError {
 pub(crate) struct Decoded {
     /// The header, once the first parsed object was one.
     pub header: Option<Header>,
-    pub entries: Vec<Entry>,
+    pub entries: Entries,
     pub flags: Vec<u64>,
     /// Malformed lines so far.
     pub skipped: u64,
@@ -833,12 +837,12 @@ pub(crate) fn decode_range(
             back.push(part.place(so_far.lines));
         }
         so_far.lines += chunk.line_count;
-        if so_far.entries.is_empty() {
-            // The first chunk's vectors (reserved for the whole range) take the others'.
-            so_far.entries = chunk.entries;
+        // Each chunk's entries stay where its thread put them (no copy); the first chunk's
+        // flags (reserved for the whole range) take the others'.
+        so_far.entries.push_part(chunk.entries);
+        if so_far.flags.is_empty() {
             so_far.flags = chunk.flags;
         } else {
-            so_far.entries.append(&mut chunk.entries);
             so_far.flags.append(&mut chunk.flags);
         }
     }
@@ -963,12 +967,13 @@ fn decode_chunk(
     });
     reader.base = from;
     // Reserve for lines of about 2 KB (Pi's lines are mostly longer), so the vectors rarely
-    // grow and copy; pages never written are never resident. The first chunk reserves for the
-    // whole file, so the other chunks are appended to it without moving it.
-    let expected = usize::try_from((if from == 0 { size } else { to - from }) / 2048).unwrap_or(0);
+    // grow and copy; pages never written are never resident. The first chunk reserves its
+    // flags for the whole file, so the other chunks' flags are appended without moving them
+    // (entries stay in their chunk's part).
+    let expected = |bytes: u64| usize::try_from(bytes / 2048).unwrap_or(0);
     let mut chunk = Chunk {
-        entries: Vec::with_capacity(expected),
-        flags: Vec::with_capacity(expected),
+        entries: Vec::with_capacity(expected(to - from)),
+        flags: Vec::with_capacity(expected(if from == 0 { size } else { to - from })),
         first_session: None,
         malformed: 0,
         line_count: 0,
