@@ -237,28 +237,6 @@ pub fn marker_window(kind: &EntryKind) -> Option<&str> {
     }
 }
 
-enum Raw {
-    Text {
-        seq: u64,
-        entry: usize,
-        role: EventRole,
-        has_text: bool,
-    },
-    Call {
-        seq: u64,
-        entry: usize,
-        block: usize,
-    },
-    ToolResult {
-        seq: u64,
-        entry: usize,
-    },
-    Bash {
-        seq: u64,
-        entry: usize,
-    },
-}
-
 impl Projection {
     /// Project `session` along `branch` (entry indexes root→leaf, from
     /// `Session::active_branch`).
@@ -280,70 +258,19 @@ impl Projection {
         }
         let highest_seq = next - 1;
 
-        // docs/spec/history.md §3: raw items per window along the branch.
-        let mut windows: Vec<(String, Option<String>, Vec<Raw>)> =
-            vec![(root_window_id(&session.header.id), None, Vec::new())];
-        let mut branch_seqs = Vec::with_capacity(branch.len());
-        for &index in branch {
-            let entry = &session.entries[index];
-            if let Some(id) = marker_window(&entry.kind) {
-                windows.push((id.to_string(), entry.timestamp.clone(), Vec::new()));
-                continue;
-            }
-            let seq = first_seq[index];
-            if seq == 0 {
-                continue;
-            }
-            branch_seqs.push(seq);
-            let items = &mut windows.last_mut().expect("the root window exists").2;
-            let text = |role, has_text| Raw::Text {
-                seq,
-                entry: index,
-                role,
-                has_text,
-            };
-            match &entry.kind {
-                EntryKind::Compaction
-                | EntryKind::BranchSummary
-                | EntryKind::CustomMessage { .. } => items.push(text(EventRole::Context, true)),
-                EntryKind::Message(m) => {
-                    match m.role {
-                        Role::User => items.push(text(EventRole::User, m.has_text)),
-                        Role::Assistant => items.push(text(EventRole::Assistant, m.has_text)),
-                        Role::Custom | Role::CompactionSummary | Role::BranchSummary => {
-                            items.push(text(EventRole::Context, true))
-                        }
-                        Role::ToolResult => items.push(Raw::ToolResult { seq, entry: index }),
-                        Role::BashExecution => items.push(Raw::Bash { seq, entry: index }),
-                        Role::System | Role::Other(_) => {}
-                    }
-                    if m.role == Role::Assistant {
-                        for block in 0..m.tool_calls.len() {
-                            let call_seq = seq + 1 + block as u64;
-                            branch_seqs.push(call_seq);
-                            items.push(Raw::Call {
-                                seq: call_seq,
-                                entry: index,
-                                block,
-                            });
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-
-        // docs/spec/history.md §5.1: toolCallId → the first toolResult item with that id.
+        // docs/spec/history.md §5.1: toolCallId → the first toolResult on the branch with that
+        // id (one pass over the branch before the events, which pair calls with later results).
         let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
         results.reserve(branch.len() / 2);
-        for (_, _, items) in &windows {
-            for item in items {
-                if let Raw::ToolResult { seq, entry } = item
-                    && let EntryKind::Message(m) = &session.entries[*entry].kind
-                    && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
-                {
-                    results.entry(id).or_insert((*seq, *entry));
-                }
+        let mut event_estimate = 0usize;
+        for &index in branch {
+            let entry = &session.entries[index];
+            event_estimate += seq_count(&entry.kind) as usize;
+            if let EntryKind::Message(m) = &entry.kind
+                && m.role == Role::ToolResult
+                && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
+            {
+                results.entry(id).or_insert((first_seq[index], index));
             }
         }
 
@@ -377,89 +304,112 @@ impl Projection {
             id
         };
 
-        // docs/spec/history.md §5.2: events.
+        // docs/spec/history.md §3 and §5.2: windows along the branch (a reset marker opens
+        // the next one) and their events, in one pass.
         let mut paired_results = FxHashMap::default();
         paired_results.reserve(branch.len() / 2);
-        let mut events = Vec::with_capacity(branch_seqs.len());
-        let mut out_windows = Vec::with_capacity(windows.len());
-        for (window_index, (window_id, created_at, items)) in windows.iter().enumerate() {
-            let start = events.len();
-            for item in items {
-                let event = match *item {
-                    Raw::Text {
-                        seq,
-                        entry,
-                        role,
-                        has_text,
-                    } => Event {
-                        seq,
-                        window: window_index,
-                        role,
-                        source: Source::Text { entry: line(entry) },
-                        has_text,
-                        tool_name: NO_TOOL,
-                    },
-                    Raw::Call { seq, entry, block } => {
-                        let EntryKind::Message(m) = &session.entries[entry].kind else {
-                            unreachable!("calls come from message entries")
-                        };
-                        let call = &m.tool_calls[block];
-                        let mut result = None;
-                        if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
-                            && let Some(&(result_seq, result_entry)) = results.get(id)
-                            && result_seq > seq
-                            && !paired_results.contains_key(&result_seq)
-                        {
-                            paired_results.insert(result_seq, seq);
-                            result = Some(result_entry);
-                        }
-                        let entry = line(entry);
-                        Event {
-                            seq,
-                            window: window_index,
-                            role: EventRole::Tool,
-                            source: Source::Call {
-                                entry,
-                                block,
-                                result: result.map(&mut line),
-                            },
-                            has_text: true,
-                            tool_name: tool(call.name.as_deref()),
-                        }
-                    }
-                    Raw::ToolResult { seq, entry } => {
-                        if paired_results.contains_key(&seq) {
-                            continue;
-                        }
-                        let EntryKind::Message(m) = &session.entries[entry].kind else {
-                            unreachable!("results come from message entries")
-                        };
-                        Event {
-                            seq,
-                            window: window_index,
-                            role: EventRole::Tool,
-                            source: Source::Result { entry: line(entry) },
-                            has_text: true,
-                            tool_name: tool(m.tool_name.as_deref()),
-                        }
-                    }
-                    Raw::Bash { seq, entry } => Event {
-                        seq,
-                        window: window_index,
-                        role: EventRole::Tool,
-                        source: Source::Bash { entry: line(entry) },
-                        has_text: true,
-                        tool_name: tool(Some("bash")),
-                    },
+        let mut events: Vec<Event> = Vec::with_capacity(event_estimate);
+        let mut out_windows = Vec::new();
+        let mut window = Window {
+            window_id: root_window_id(&session.header.id),
+            created_at: None,
+            events: 0..0,
+        };
+        for &index in branch {
+            let entry = &session.entries[index];
+            if let Some(id) = marker_window(&entry.kind) {
+                window.events.end = events.len();
+                let next = Window {
+                    window_id: id.to_string(),
+                    created_at: entry.timestamp.clone(),
+                    events: events.len()..events.len(),
                 };
-                events.push(event);
+                out_windows.push(std::mem::replace(&mut window, next));
+                continue;
             }
-            out_windows.push(Window {
-                window_id: window_id.clone(),
-                created_at: created_at.clone(),
-                events: start..events.len(),
-            });
+            let seq = first_seq[index];
+            if seq == 0 {
+                continue;
+            }
+            let window_index = out_windows.len();
+            let text = |role, has_text, line: &mut dyn FnMut(usize) -> usize| Event {
+                seq,
+                window: window_index,
+                role,
+                source: Source::Text { entry: line(index) },
+                has_text,
+                tool_name: NO_TOOL,
+            };
+            match &entry.kind {
+                EntryKind::Compaction
+                | EntryKind::BranchSummary
+                | EntryKind::CustomMessage { .. } => {
+                    events.push(text(EventRole::Context, true, &mut line));
+                }
+                EntryKind::Message(m) => {
+                    match m.role {
+                        Role::User => events.push(text(EventRole::User, m.has_text, &mut line)),
+                        Role::Assistant => {
+                            events.push(text(EventRole::Assistant, m.has_text, &mut line));
+                        }
+                        Role::Custom | Role::CompactionSummary | Role::BranchSummary => {
+                            events.push(text(EventRole::Context, true, &mut line));
+                        }
+                        Role::ToolResult => {
+                            if !paired_results.contains_key(&seq) {
+                                events.push(Event {
+                                    seq,
+                                    window: window_index,
+                                    role: EventRole::Tool,
+                                    source: Source::Result { entry: line(index) },
+                                    has_text: true,
+                                    tool_name: tool(m.tool_name.as_deref()),
+                                });
+                            }
+                        }
+                        Role::BashExecution => events.push(Event {
+                            seq,
+                            window: window_index,
+                            role: EventRole::Tool,
+                            source: Source::Bash { entry: line(index) },
+                            has_text: true,
+                            tool_name: tool(Some("bash")),
+                        }),
+                        Role::System | Role::Other(_) => {}
+                    }
+                    if m.role == Role::Assistant {
+                        for (block, call) in m.tool_calls.iter().enumerate() {
+                            let call_seq = seq + 1 + block as u64;
+                            let mut result = None;
+                            if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
+                                && let Some(&(result_seq, result_entry)) = results.get(id)
+                                && result_seq > call_seq
+                                && !paired_results.contains_key(&result_seq)
+                            {
+                                paired_results.insert(result_seq, call_seq);
+                                result = Some(result_entry);
+                            }
+                            let entry = line(index);
+                            events.push(Event {
+                                seq: call_seq,
+                                window: window_index,
+                                role: EventRole::Tool,
+                                source: Source::Call {
+                                    entry,
+                                    block,
+                                    result: result.map(&mut line),
+                                },
+                                has_text: true,
+                                tool_name: tool(call.name.as_deref()),
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
+        window.events.end = events.len();
+        out_windows.push(window);
         let mut paired_results: Vec<(u64, u64)> = paired_results.into_iter().collect();
         paired_results.sort_unstable();
         let projection = Projection {
