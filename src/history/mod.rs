@@ -368,13 +368,19 @@ fn open_testing_lines(
     });
     let side = ids.and_then(|ids| flat::side_with(&session, &projection, &entry_of_line, ids));
     drop(branch);
-    // The skeleton is freed before the index is written (peak memory).
-    let file = session.into_file();
+    // The skeleton is freed (a free per heap string: ≈ 2 ms on 63 k entries) on the other
+    // core while this one encodes and writes the index. Encoding the stored projection
+    // before it is freed (beside the side data) was ≈ 1 ms faster but raised peak RSS by
+    // 3 MB on the bench session and 8 MB on a session of short lines.
+    let (file, skeleton) = session.into_file_and_skeleton();
     let mut index = used;
-    if let Some(pending) = pending {
-        let extra = storable.then(|| flat::encode(&projection)).flatten();
-        index = pending.write(extra.as_deref(), side.as_deref(), used);
-    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(skeleton));
+        if let Some(pending) = pending {
+            let extra = storable.then(|| flat::encode(&projection)).flatten();
+            index = pending.write(extra.as_deref(), side.as_deref(), used);
+        }
+    });
     let line_flags = if flags.is_empty() {
         Vec::new()
     } else {

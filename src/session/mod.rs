@@ -309,6 +309,29 @@ impl Session {
         }
     }
 
+    /// [`Session::into_file`], handing back the rest (the entries and the id index) for the
+    /// caller to free where it suits it.
+    pub fn into_file_and_skeleton(self) -> (SessionFile, impl Send) {
+        let Session {
+            path,
+            header,
+            entries,
+            skipped_lines,
+            by_id,
+            unique_ids: _,
+            file,
+        } = self;
+        (
+            SessionFile {
+                path,
+                file,
+                header,
+                skipped_lines,
+            },
+            (entries, by_id),
+        )
+    }
+
     /// A session from its decoded parts: the in-memory migrations and the id index.
     fn assemble(
         path: &Path,
