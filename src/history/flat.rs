@@ -1154,7 +1154,7 @@ pub fn extend(
             let at = n_old + events.len() / EVENT_BYTES;
             windows.push(Window {
                 window_id: window_id.to_string(),
-                created_at: entry.timestamp.clone(),
+                created_at: entry.timestamp().map(str::to_string),
                 events: at..at,
             });
             continue;

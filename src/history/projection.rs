@@ -232,6 +232,7 @@ pub fn marker_window(kind: &EntryKind) -> Option<&str> {
         EntryKind::Custom {
             custom_type: Some(t),
             window_id: Some(id),
+            ..
         } if MARKER_TYPES.contains(&t.as_str()) && !id.is_empty() => Some(id),
         _ => None,
     }
@@ -321,7 +322,7 @@ impl Projection {
                 window.events.end = events.len();
                 let next = Window {
                     window_id: id.to_string(),
-                    created_at: entry.timestamp.clone(),
+                    created_at: entry.timestamp().map(str::to_string),
                     events: events.len()..events.len(),
                 };
                 out_windows.push(std::mem::replace(&mut window, next));

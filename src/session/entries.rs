@@ -175,7 +175,6 @@ mod tests {
             escapes: false,
             id: Some(format!("e{n}").into()),
             parent_id: None,
-            timestamp: None,
             kind: EntryKind::Label,
         }
     }

@@ -1103,7 +1103,7 @@ pub(crate) fn encode_skeleton_with<'a>(
         }
         previous_id = entry.id.as_deref();
         // Timestamp: 0 none, else 1 + the prefix shared with the previous one, then the rest.
-        match entry.timestamp.as_deref() {
+        match entry.timestamp() {
             None => body.u(0),
             Some(ts) => {
                 let shared = ts
@@ -1159,6 +1159,7 @@ pub(crate) fn encode_skeleton_with<'a>(
             EntryKind::Custom {
                 custom_type,
                 window_id,
+                timestamp: _,
             } => {
                 body.u(4);
                 strings.name(&mut body, custom_type.as_deref());
@@ -1552,7 +1553,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             2 => Some(std::str::from_utf8(r.bytes()?).ok()?.into()),
             _ => return None,
         };
-        let timestamp = match r.u()? {
+        let mut timestamp = match r.u()? {
             0 => None,
             n => {
                 let shared = usize::try_from(n - 1).ok()?;
@@ -1622,6 +1623,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                 EntryKind::Custom {
                     custom_type,
                     window_id: id(&mut r)?,
+                    timestamp: timestamp.take(),
                 }
             }
             5 => EntryKind::Label,
@@ -1633,6 +1635,10 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             11 => EntryKind::Other(name(&mut r)?),
             _ => return None,
         };
+        // Only a `custom` entry keeps its timestamp.
+        if timestamp.is_some() {
+            return None;
+        }
         entries.push(Entry {
             line_no,
             offset,
@@ -1640,7 +1646,6 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             escapes,
             id: entry_id,
             parent_id,
-            timestamp,
             kind,
         });
     }

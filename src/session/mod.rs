@@ -161,10 +161,13 @@ pub enum EntryKind {
     CustomMessage {
         custom_type: Option<CompactString>,
     },
-    /// Extension state; `window_id` is `data.windowId` when that is a string.
+    /// Extension state; `window_id` is `data.windowId` when that is a string; `timestamp`
+    /// the entry's ISO timestamp when a string (a reset marker's window opens at it; kept
+    /// here, not in every entry, since no other entry's is read).
     Custom {
         custom_type: Option<CompactString>,
         window_id: Option<CompactString>,
+        timestamp: Option<String>,
     },
     Label,
     SessionInfo,
@@ -192,10 +195,18 @@ pub struct Entry {
     pub id: Option<CompactString>,
     /// Parent id; `None` for a root (or a v1 file's first entry).
     pub parent_id: Option<CompactString>,
+    pub kind: EntryKind,
+}
+
+impl Entry {
     /// A `custom` entry's ISO timestamp, when a string (`None` for every other entry: only a
     /// reset marker's is read).
-    pub timestamp: Option<String>,
-    pub kind: EntryKind,
+    pub fn timestamp(&self) -> Option<&str> {
+        match &self.kind {
+            EntryKind::Custom { timestamp, .. } => timestamp.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// A session file, read once: its header, every entry in file order, and how many lines were
@@ -1197,9 +1208,12 @@ fn entry_from_raw(
         Some("custom_message") => EntryKind::CustomMessage {
             custom_type: raw.custom_type,
         },
+        // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
+        // it): the others are not kept (memory of a large session; index size).
         Some("custom") => EntryKind::Custom {
             custom_type: raw.custom_type,
             window_id: raw.data_window_id,
+            timestamp: raw.timestamp.map(Cow::into_owned),
         },
         Some("label") => EntryKind::Label,
         Some("session_info") => EntryKind::SessionInfo,
@@ -1209,12 +1223,6 @@ fn entry_from_raw(
         Some("context_edit") => EntryKind::ContextEdit,
         other => EntryKind::Other(other.map(CompactString::from)),
     };
-    // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
-    // it): the others are not kept (memory of a large session; index size).
-    let timestamp = match kind {
-        EntryKind::Custom { .. } => raw.timestamp.map(Cow::into_owned),
-        _ => None,
-    };
     Entry {
         line_no,
         offset,
@@ -1222,7 +1230,6 @@ fn entry_from_raw(
         escapes: false,
         id: raw.id,
         parent_id: raw.parent_id,
-        timestamp,
         kind,
     }
 }
