@@ -261,8 +261,9 @@ impl Projection {
 
         // docs/spec/history.md §5.1: toolCallId → the first toolResult on the branch with that
         // id (one pass over the branch before the events, which pair calls with later results).
+        // Not reserved for the branch: results are a fraction of it, and a sparse table is
+        // probed with a cache miss per call.
         let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
-        results.reserve(branch.len() / 2);
         let mut event_estimate = 0usize;
         for &index in branch {
             let entry = &session.entries[index];
@@ -307,8 +308,12 @@ impl Projection {
 
         // docs/spec/history.md §3 and §5.2: windows along the branch (a reset marker opens
         // the next one) and their events, in one pass.
-        let mut paired_results = FxHashMap::default();
-        paired_results.reserve(branch.len() / 2);
+        // Results shown at their call: the pairs, and a bit per seq (a few KB for the whole
+        // session, where a hash set of them was probed with a cache miss per event).
+        let mut paired_results: Vec<(u64, u64)> = Vec::new();
+        let mut paired = vec![0u64; (highest_seq as usize + 1).div_ceil(64)];
+        let is_paired =
+            |paired: &[u64], seq: u64| paired[(seq / 64) as usize] >> (seq % 64) & 1 == 1;
         let mut events: Vec<Event> = Vec::with_capacity(event_estimate);
         let mut out_windows = Vec::new();
         let mut window = Window {
@@ -357,7 +362,7 @@ impl Projection {
                             events.push(text(EventRole::Context, true, &mut line));
                         }
                         Role::ToolResult => {
-                            if !paired_results.contains_key(&seq) {
+                            if !is_paired(&paired, seq) {
                                 events.push(Event {
                                     seq,
                                     window: window_index,
@@ -385,9 +390,10 @@ impl Projection {
                             if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
                                 && let Some(&(result_seq, result_entry)) = results.get(id)
                                 && result_seq > call_seq
-                                && !paired_results.contains_key(&result_seq)
+                                && !is_paired(&paired, result_seq)
                             {
-                                paired_results.insert(result_seq, call_seq);
+                                paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
+                                paired_results.push((result_seq, call_seq));
                                 result = Some(result_entry);
                             }
                             let entry = line(index);
@@ -411,7 +417,6 @@ impl Projection {
         }
         window.events.end = events.len();
         out_windows.push(window);
-        let mut paired_results: Vec<(u64, u64)> = paired_results.into_iter().collect();
         paired_results.sort_unstable();
         let projection = Projection {
             session_id: session.header.id.clone(),
