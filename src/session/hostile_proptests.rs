@@ -302,11 +302,13 @@ fn the_light_decoder_agrees_on_every_fixture_line() {
 /// The string scan looks at 32 (AVX2), 16 and 8 bytes at a time and passes over short
 /// escapes inside a block: a `"`, `\`, control byte, non-ASCII sequence (valid, split across
 /// two blocks, or invalid), and runs of escapes followed by what must stop the scan, at every
-/// offset relative to a block boundary (the second 32-byte block too), and near the end of
-/// the line, in a key and in a value, are judged as the full decoders judge them.
+/// offset relative to a block boundary (the second 64-byte block too: the scan takes 16
+/// bytes, then blocks of 64), and near the end of the line, in a key and in a value, are
+/// judged as the full decoders judge them. Runs of backslashes of every length up to five
+/// cross a boundary at some offset (which bytes they escape is carried to the next block).
 #[test]
 fn the_light_decoder_agrees_at_every_offset_from_a_block_boundary() {
-    let pieces: [&[u8]; 26] = [
+    let pieces: [&[u8]; 30] = [
         b"\"",
         b"\\",
         b"\\\\",
@@ -334,10 +336,16 @@ fn the_light_decoder_agrees_at_every_offset_from_a_block_boundary() {
         b"\\t\"",
         b"\\r\x01",
         "\\bé\\f".as_bytes(),
+        // Runs of backslashes: `\\\"` is `\\` then `\"`; five then `n` is two `\\` and
+        // `\n`; three then the padding's `z` is `\\` and a bad `\z`.
+        b"\\\\\\\"",
+        b"\\\\\\\\",
+        b"\\\\\\\\\\n",
+        b"\\\\\\",
     ];
     let (mut lines, mut decided) = (0usize, 0usize);
     for piece in pieces {
-        for before in 0..72 {
+        for before in 0..150 {
             for after in 0..40 {
                 let inner = [&b"a".repeat(before)[..], piece, &b"z".repeat(after)[..]].concat();
                 for line in [
