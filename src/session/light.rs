@@ -95,7 +95,7 @@ fn word(b: &[u8], at: usize) -> u64 {
 
 /// The index of the first `"`, `\`, control (< 0x20) or non-ASCII byte at or after `i`, or,
 /// when there is none before the line's last 7 bytes, an index within them (the caller looks
-/// at those one by one). Blocks of 32 bytes at a time with AVX2 (`avx2`: the processor has
+/// at those one by one). Blocks of 64 bytes at a time with AVX2 (`avx2`: the processor has
 /// it), then 16 with SSE2 (always on x86_64), then words of 8. The block scans pass over a
 /// short escape (`\"` `\\` `\b` `\f` `\n` `\r` `\t`: valid, and nothing JavaScript would
 /// not write) inside the block, setting `escaped`, instead of stopping at its backslash; any
