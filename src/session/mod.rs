@@ -1408,6 +1408,61 @@ mod tests {
     }
 
     #[test]
+    fn an_id_repeated_in_a_later_part_names_the_later_entry() {
+        // The same session with long lines (decoded in parallel parts, an id table per part)
+        // and with short ones (one part): an id of the first half is reused near the end, a
+        // later entry names it as parent, and the walk and lookups take the later one.
+        let session_text = |filler: &str| {
+            let mut text = format!("{HEADER}\n");
+            let count = 4400;
+            let mut previous = String::from("null");
+            for i in 0..count {
+                let id = if i == count - 10 {
+                    "e5".to_string()
+                } else {
+                    format!("e{i}")
+                };
+                text.push_str(&format!(
+                    r#"{{"type":"message","id":"{id}","parentId":{previous},"message":{{"role":"user","content":"{filler}"}}}}"#
+                ));
+                text.push('\n');
+                // The entry after the repeat names `e5`; the others their predecessor.
+                previous = format!("\"{id}\"");
+            }
+            text
+        };
+        let long = session_text(&"x".repeat(4000));
+        assert!(long.len() > 16 << 20);
+        let short = session_text("x");
+        let open = |text: &str| {
+            let mut file = tempfile::NamedTempFile::new().unwrap();
+            file.write_all(text.as_bytes()).unwrap();
+            Session::open(file.path()).unwrap()
+        };
+        let (parted, whole) = (open(&long), open(&short));
+        assert_eq!(whole.entries.parts().len(), 1);
+        for session in [&parted, &whole] {
+            assert_eq!(session.index_of("e5"), Some(4390));
+            assert_eq!(session.index_of("e4"), Some(4));
+            assert_eq!(session.index_of("e4399"), Some(4399));
+            assert_eq!(session.index_of("nope"), None);
+            assert!(!session.unique_ids);
+            let branch = session.active_branch(session.leaf(None).unwrap());
+            // e4399 … e4391, the later e5 (4390), e4389 … e6, whose parent `e5` is the later
+            // e5 again: the cycle ends the walk.
+            assert_eq!(branch.len(), 4394);
+            assert_eq!(branch.first(), Some(&6));
+            assert_eq!(branch[4384], 4390);
+            let from_e5 = session.active_branch(session.leaf(Some("e5")).unwrap());
+            assert_eq!(from_e5.last(), Some(&4390));
+        }
+        assert_eq!(
+            parted.active_branch(parted.leaf(None).unwrap()),
+            whole.active_branch(whole.leaf(None).unwrap())
+        );
+    }
+
+    #[test]
     fn parallel_chunks_agree_with_line_order() {
         // Over 16 MB so that two or more chunks are decoded in parallel where cores allow.
         let filler = "x".repeat(4000);
