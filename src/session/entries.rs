@@ -35,6 +35,7 @@ impl Entries {
         if index >= self.len {
             return None;
         }
+        // `starts[0]` is 0, so the part is the last one starting at or before `index`.
         let part = self.starts.partition_point(|&start| start <= index) - 1;
         self.parts[part].get(index - self.starts[part])
     }
@@ -79,29 +80,6 @@ impl Entries {
         self.parts.push(part);
     }
 
-    /// Add one entry after the entries so far.
-    pub fn push(&mut self, entry: Entry) {
-        match self.parts.last_mut() {
-            Some(part) => part.push(entry),
-            None => {
-                self.starts.push(0);
-                self.parts.push(vec![entry]);
-            }
-        }
-        self.len += 1;
-    }
-
-    /// Reserve room for `additional` more entries in the last part.
-    pub fn reserve(&mut self, additional: usize) {
-        match self.parts.last_mut() {
-            Some(part) => part.reserve(additional),
-            None => {
-                self.starts.push(0);
-                self.parts.push(Vec::with_capacity(additional));
-            }
-        }
-    }
-
     /// All entries as one slice, moving them into one part first when there are several
     /// (for the few entries of an append; never on the full read's path).
     pub fn make_contiguous(&mut self) -> &[Entry] {
@@ -131,10 +109,10 @@ impl Index<usize> for Entries {
 
     #[inline]
     fn index(&self, index: usize) -> &Entry {
-        assert!(index < self.len, "entry {index} of {}", self.len);
-        // `starts[0]` is 0, so the part is the last one starting at or before `index`.
-        let part = self.starts.partition_point(|&start| start <= index) - 1;
-        &self.parts[part][index - self.starts[part]]
+        match self.get(index) {
+            Some(entry) => entry,
+            None => panic!("entry {index} of {}", self.len),
+        }
     }
 }
 
@@ -185,8 +163,7 @@ mod tests {
         entries.push_part((0..3).map(entry).collect());
         entries.push_part(Vec::new());
         entries.push_part((3..4).map(entry).collect());
-        entries.push_part((4..7).map(entry).collect());
-        entries.push(entry(7));
+        entries.push_part((4..8).map(entry).collect());
         assert_eq!(entries.len(), 8);
         for n in 0..8 {
             assert_eq!(entries[n].line_no, n as u64);

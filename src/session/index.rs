@@ -986,7 +986,8 @@ impl Out {
 /// are nearly all distinct, so a table of them costs a hash insert per id and more bytes.
 #[derive(Default)]
 struct Interner<'a> {
-    ids: FxHashMap<&'a str, u64>,
+    /// Each name's number, in the order of first occurrence.
+    names: FxHashMap<&'a str, u64>,
 }
 
 impl<'a> Interner<'a> {
@@ -995,13 +996,13 @@ impl<'a> Interner<'a> {
         match s {
             None => out.u(0),
             Some(s) => {
-                let next = self.ids.len() as u64;
-                let id = *self.ids.entry(s).or_insert(next);
-                if id == next {
+                let next = self.names.len() as u64;
+                let number = *self.names.entry(s).or_insert(next);
+                if number == next {
                     out.u(1);
                     out.bytes(s.as_bytes());
                 } else {
-                    out.u(id + 2);
+                    out.u(number + 2);
                 }
             }
         }
@@ -1052,7 +1053,7 @@ impl SkeletonBuffers<'_> {
     pub(crate) fn for_entries(n: usize) -> Self {
         SkeletonBuffers {
             strings: Interner {
-                ids: FxHashMap::with_capacity_and_hasher(64, Default::default()),
+                names: FxHashMap::with_capacity_and_hasher(64, Default::default()),
             },
             // About 9 bytes of offsets, 9 of id and 40 of tool call or result id per entry.
             body: Out {
@@ -1337,8 +1338,12 @@ impl<'a> In<'a> {
         let n = usize::try_from(self.u()?).ok()?;
         self.take(n)
     }
+    /// Counted bytes that are UTF-8, borrowed.
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
     fn string(&mut self) -> Option<String> {
-        String::from_utf8(self.bytes()?.to_vec()).ok()
+        self.str().map(String::from)
     }
     fn hash(&mut self) -> Option<[u8; 20]> {
         self.take(20)?.try_into().ok()
@@ -1510,7 +1515,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         match r.u()? {
             0 => Some(None),
             1 => {
-                let s = CompactString::from(std::str::from_utf8(r.bytes()?).ok()?);
+                let s = CompactString::from(r.str()?);
                 names.push(s.clone());
                 Some(Some(s))
             }
@@ -1520,7 +1525,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
     let id = |r: &mut In<'_>| -> Option<Option<CompactString>> {
         match r.u()? {
             0 => Some(None),
-            1 => Some(Some(std::str::from_utf8(r.bytes()?).ok()?.into())),
+            1 => Some(Some(r.str()?.into())),
             _ => None,
         }
     };
@@ -1550,7 +1555,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         let parent_id = match r.u()? {
             0 => None,
             1 => Some(entries.last()?.id.clone()?),
-            2 => Some(std::str::from_utf8(r.bytes()?).ok()?.into()),
+            2 => Some(r.str()?.into()),
             _ => return None,
         };
         let mut timestamp = match r.u()? {
@@ -1558,7 +1563,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             n => {
                 let shared = usize::try_from(n - 1).ok()?;
                 let mut ts = previous_ts.get(..shared)?.to_string();
-                ts.push_str(std::str::from_utf8(r.bytes()?).ok()?);
+                ts.push_str(r.str()?);
                 previous_ts.clone_from(&ts);
                 Some(ts)
             }
@@ -1592,7 +1597,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                 }
                 let tool_call_id = match r.u()? {
                     0 => None,
-                    1 => Some(std::str::from_utf8(r.bytes()?).ok()?.into()),
+                    1 => Some(r.str()?.into()),
                     n => {
                         let EntryKind::Message(latest) = &entries.get(latest_calls?)?.kind else {
                             return None;

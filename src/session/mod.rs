@@ -310,18 +310,8 @@ impl Session {
         Ok((session, flags, use_, pending))
     }
 
-    /// The file handle and header, keeping only what reading single lines needs.
-    pub fn into_file(self) -> SessionFile {
-        SessionFile {
-            path: self.path,
-            file: self.file,
-            header: self.header,
-            skipped_lines: self.skipped_lines,
-        }
-    }
-
-    /// [`Session::into_file`], handing back the rest (the entries and the id index) for the
-    /// caller to free where it suits it.
+    /// The file handle and header, keeping only what reading single lines needs, and the rest
+    /// (the entries and the id index) handed back for the caller to free where it suits it.
     pub fn into_file_and_skeleton(self) -> (SessionFile, impl Send) {
         let Session {
             path,
@@ -584,7 +574,7 @@ impl SessionFile {
         };
         let mut appended = None;
         if peeked.indexed < peeked.complete {
-            let decoded = decode_range(
+            let mut decoded = decode_range(
                 path,
                 &file,
                 size,
@@ -599,7 +589,6 @@ impl SessionFile {
                 skipped: decoded.skipped,
                 ..Decoded::default()
             };
-            let mut decoded = decoded;
             // Few entries: one slice for extending the stored projection.
             decoded.entries.make_contiguous();
             appended = Some(Appended {
@@ -1409,9 +1398,9 @@ mod tests {
 
     #[test]
     fn an_id_repeated_in_a_later_part_names_the_later_entry() {
-        // The same session with long lines (decoded in parallel parts, an id table per part)
-        // and with short ones (one part): an id of the first half is reused near the end, a
-        // later entry names it as parent, and the walk and lookups take the later one.
+        // The same session with long lines (decoded in parallel parts) and with short ones
+        // (one part): an id of the first half is reused near the end, a later entry names it
+        // as parent, and the walk and lookups take the later one.
         let session_text = |filler: &str| {
             let mut text = format!("{HEADER}\n");
             let count = 4400;
