@@ -18,7 +18,6 @@ use super::projection::{
     Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window,
     marker_window, seq_count,
 };
-use compact_str::CompactString;
 
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
 
@@ -506,7 +505,7 @@ pub fn decode_with(
 // ------------------------------------------------------------------ extension in place
 
 /// Tag of the side data.
-const SIDE_TAG: &[u8; 4] = b"PS\x04\x00";
+const SIDE_TAG: &[u8; 4] = b"PS\x05\x00";
 
 /// What extending a stored projection by appended entries needs besides it (stored as the
 /// index's side data, read only when lines were appended):
@@ -516,17 +515,18 @@ const SIDE_TAG: &[u8; 4] = b"PS\x04\x00";
 ///   one of them would change what the parent walk finds, so an appended id whose hash is
 ///   among them is not extended in place (with a million entries on the branch, one append
 ///   in ≈ 4,000 rebuilds for a mere collision);
-/// - the tool results of the branch, each as its `toolCallId`'s hash and its line (sorted by
-///   hash): a call whose id already has a result stays unpaired, so for an appended call
-///   whose id's hash is among them the result's line is read back and its id compared (the
-///   ids themselves are not kept: they were ≈ 35 bytes of every tool result, which pushed
-///   sessions of short lines past the index's 10 % share);
+/// - the tool results of the branch, each as its `toolCallId`'s hash, its line and where the
+///   id lies in that line (sorted by hash): a call whose id already has a result stays
+///   unpaired, so for an appended call whose id's hash is among them the stored id is
+///   compared with it — by reading the id's few bytes where it lies, or the whole line when
+///   that place is unknown (the ids themselves are not kept: they were ≈ 35 bytes of every
+///   tool result, which pushed sessions of short lines past the index's 10 % share);
 /// - the open calls: for every call id with no result on the branch, its first call event,
 ///   which the first result with that id will be paired with.
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
-/// id hashes (count, u32 each, [`side_hash`]), the results (count, u32 id hash and u32 line
-/// each), the open calls (count, event index u32 and id each). The arrays are searched where
+/// id hashes (count, u32 each, [`side_hash`]), the results (count, u32 id hash, u32 line and
+/// u32 offset of the id in the line, [`UNKNOWN_AT`] when not known, each), the open calls (count, event index u32 and id each). The arrays are searched where
 /// they lie (no per-id decode), and an extension copies them in runs around the few new
 /// values.
 struct Side<'a> {
@@ -550,8 +550,21 @@ pub(super) fn side_hash(id: &str) -> u32 {
 
 /// Width of a branch id record (its hash).
 const BRANCH_BYTES: usize = 4;
-/// Width of a tool-result record: its id's hash, then its line (a projection line index).
-const RESULT_BYTES: usize = 8;
+/// Width of a tool-result record: its id's hash, its line (a projection line index), then
+/// where the id's characters start in that line.
+const RESULT_BYTES: usize = 12;
+
+/// A tool-result record's offset when the id's place in its line is not known (the line
+/// was decoded fully, not lightly): the whole line is read back to compare ids.
+pub const UNKNOWN_AT: u32 = u32::MAX;
+
+/// A tool result as the side data keeps it: its id's hash, its line, and where the id
+/// lies in that line ([`UNKNOWN_AT`] when not known).
+type ResultRecord = (u32, u32, u32);
+
+fn result_record_bytes(&(hash, line, at): &ResultRecord) -> Vec<u8> {
+    [hash.to_le_bytes(), line.to_le_bytes(), at.to_le_bytes()].concat()
+}
 
 #[inline]
 fn hash_at(b: &[u8], i: usize, width: usize) -> u32 {
@@ -579,13 +592,16 @@ impl Side<'_> {
         i < self.branch.len() / BRANCH_BYTES && hash_at(self.branch, i, BRANCH_BYTES) == hash
     }
 
-    /// The lines of the stored tool results whose id hashes to `hash` (the ids are not
-    /// kept: each is a "maybe", to be read from its line).
-    fn result_lines(&self, hash: u32) -> impl Iterator<Item = u32> + '_ {
+    /// The lines of the stored tool results whose id hashes to `hash`, each with where the
+    /// id lies in it (the ids are not kept: each is a "maybe", to be read from its line).
+    fn result_lines(&self, hash: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
         let records = self.results;
         (lower_bound(records, hash, RESULT_BYTES)..records.len() / RESULT_BYTES)
             .take_while(move |&i| hash_at(records, i, RESULT_BYTES) == hash)
-            .map(move |i| le32(records, i * RESULT_BYTES + 4))
+            .map(move |i| {
+                let at = i * RESULT_BYTES;
+                (le32(records, at + 4), le32(records, at + 8))
+            })
     }
 }
 
@@ -787,8 +803,8 @@ pub fn side_with(
         result_ids,
     } = ids;
     // Every tool result of the branch is a line of the projection (an event, or the result
-    // shown at its call): its record is its id's hash and that line.
-    let mut results: Vec<(u32, u32)> = Vec::with_capacity(result_ids.len());
+    // shown at its call): its record is its id's hash, that line and the id's place in it.
+    let mut results: Vec<ResultRecord> = Vec::with_capacity(result_ids.len());
     let mut found: FxHashSet<&str> = FxHashSet::default();
     for (line, &entry) in entry_of_line.iter().enumerate() {
         if let EntryKind::Message(m) = &session.entries[entry].kind
@@ -796,17 +812,18 @@ pub fn side_with(
             && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
             && found.insert(id)
         {
-            results.push((side_hash(id), usize32(line)?));
+            results.push((
+                side_hash(id),
+                usize32(line)?,
+                m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
+            ));
         }
     }
     if found.len() != result_ids.len() {
         return None;
     }
     results.sort_unstable();
-    let hashes: Vec<u8> = results
-        .iter()
-        .flat_map(|(hash, line)| [hash.to_le_bytes(), line.to_le_bytes()].concat())
-        .collect();
+    let hashes: Vec<u8> = results.iter().flat_map(result_record_bytes).collect();
     let mut open = Vec::new();
     let mut seen: FxHashSet<&str> = FxHashSet::default();
     for (index, event) in projection.events().enumerate() {
@@ -844,7 +861,7 @@ pub fn side_with(
 }
 
 /// Tag of a delta.
-const DELTA_TAG: &[u8; 4] = b"PD\x03\x00";
+const DELTA_TAG: &[u8; 4] = b"PD\x04\x00";
 
 /// What the entries appended since an index file was written add to its stored projection
 /// and side data (kept in the index's growth file, so an extension rewrites only this, not
@@ -857,8 +874,8 @@ const DELTA_TAG: &[u8; 4] = b"PD\x03\x00";
 /// Layout: tag, the stored projection's event, line and paired counts (u32; the delta
 /// applies to exactly that projection), `highest_seq` (u64), then counted arrays: line
 /// records, event records, patches (u32 pairs), paired records, windows (as in the
-/// projection), tool names, the leaf id, branch hashes (u32), results (u32 id hash, u32 line), open
-/// calls (u32 event and string).
+/// projection), tool names, the leaf id, branch hashes (u32), results (u32 id hash, u32 line,
+/// u32 id offset), open calls (u32 event and string).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     base_events: usize,
@@ -873,8 +890,9 @@ pub struct Delta {
     tool_names: Vec<String>,
     leaf: String,
     branch: Vec<u32>,
-    /// Tool results appended since: their id's hash and their line, sorted.
-    results: Vec<(u32, u32)>,
+    /// Tool results appended since: their id's hash, their line and the id's place in it,
+    /// sorted.
+    results: Vec<ResultRecord>,
     open: Vec<(u32, String)>,
 }
 
@@ -958,9 +976,8 @@ impl Delta {
             out.extend_from_slice(&hash.to_le_bytes());
         }
         put(&mut out, usize32(self.results.len())?);
-        for &(hash, line) in &self.results {
-            put(&mut out, hash);
-            put(&mut out, line);
+        for record in &self.results {
+            out.extend_from_slice(&result_record_bytes(record));
         }
         put(&mut out, usize32(self.open.len())?);
         for (event, id) in &self.open {
@@ -1006,7 +1023,7 @@ impl Delta {
         let n = r.count(RESULT_BYTES)?;
         let mut results = Vec::with_capacity(n);
         for _ in 0..n {
-            results.push((r.u32()?, r.u32()?));
+            results.push((r.u32()?, r.u32()?, r.u32()?));
         }
         let n = r.count(8)?;
         let mut open = Vec::with_capacity(n);
@@ -1051,9 +1068,10 @@ impl Delta {
 /// `lines`, which only `Source` indexes refer to): seqs continue over the new entries in
 /// file order, a reset marker opens a window, events join the last window, a new tool
 /// result is paired with the first open call of its id (its event record is patched) or
-/// is an event of its own. `result_id_at` gives the `toolCallId` of the tool result whose
-/// line is at the offset and length given (a stored result whose id's hash an appended
-/// call's id shares is read back with it; `None` gives up the extension).
+/// is an event of its own. `result_id_is` tells whether the `toolCallId` of the tool
+/// result whose line is the one given, with the id's characters starting at the offset
+/// given in it ([`UNKNOWN_AT`] when not known), is the id given (asked of a stored result
+/// whose id's hash an appended call's id shares; `None` gives up the extension).
 pub fn extend(
     buf: &[u8],
     at: usize,
@@ -1061,7 +1079,7 @@ pub fn extend(
     header: &Header,
     prev: Option<&[u8]>,
     entries: &[Entry],
-    result_id_at: &mut dyn FnMut(u64, u64) -> Option<CompactString>,
+    result_id_is: &mut dyn FnMut(Line, u32, &str) -> Option<bool>,
 ) -> Option<Delta> {
     if header.version < 3 {
         return None;
@@ -1132,7 +1150,7 @@ pub fn extend(
         open.into_iter().map(|(event, id)| (id, event)).collect();
     let mut new_ids: FxHashSet<u32> = FxHashSet::default();
     let mut new_result_ids: FxHashSet<String> = FxHashSet::default();
-    let mut new_results: Vec<(u32, u32)> = Vec::new();
+    let mut new_results: Vec<ResultRecord> = Vec::new();
     let mut line_count = base_lines + lines.len() / LINE_BYTES;
     lines.reserve(entries.len() * LINE_BYTES);
     events.reserve(entries.len() * 64);
@@ -1229,7 +1247,11 @@ pub fn extend(
                         if let Some(id) = id
                             && new_result_ids.insert(id.to_string())
                         {
-                            new_results.push((side_hash(id), usize32(line)?));
+                            new_results.push((
+                                side_hash(id),
+                                usize32(line)?,
+                                m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
+                            ));
                         }
                     }
                     Role::BashExecution => put_event(
@@ -1250,8 +1272,9 @@ pub fn extend(
                         let index = usize32(n_old + events.len() / EVENT_BYTES)?;
                         if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
                             // A call whose id already has a result stays unpaired. Earlier
-                            // results are known by hash and line: a hit is read back from
-                            // its line (a line that is no such result rebuilds).
+                            // results are known by hash, line and the id's place in it: a
+                            // hit is compared with the id read back from there (a line that
+                            // cannot be read rebuilds).
                             let hash = side_hash(id);
                             let mut known = new_result_ids.contains(id);
                             let earlier = side.result_lines(hash).chain(
@@ -1259,9 +1282,9 @@ pub fn extend(
                                     .iter()
                                     .skip(results.partition_point(|r| r.0 < hash))
                                     .take_while(|r| r.0 == hash)
-                                    .map(|r| r.1),
+                                    .map(|r| (r.1, r.2)),
                             );
-                            for line in earlier {
+                            for (line, id_at) in earlier {
                                 if known {
                                     break;
                                 }
@@ -1272,7 +1295,7 @@ pub fn extend(
                                     let at = (line - base_lines) * LINE_BYTES;
                                     Line::read(lines.get(at..at + LINE_BYTES)?)
                                 };
-                                known = result_id_at(at.offset, at.len)? == id;
+                                known = result_id_is(at, id_at, id)?;
                             }
                             if !known {
                                 open.entry(id.to_string()).or_insert(index);
@@ -1388,11 +1411,7 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
         .collect();
     let branch = merge_in(side.branch, &added, BRANCH_BYTES);
     let results_count = side.results.len() / RESULT_BYTES + delta.results.len();
-    let added: Vec<Vec<u8>> = delta
-        .results
-        .iter()
-        .map(|(hash, line)| [hash.to_le_bytes(), line.to_le_bytes()].concat())
-        .collect();
+    let added: Vec<Vec<u8>> = delta.results.iter().map(result_record_bytes).collect();
     let result_records = merge_in(side.results, &added, RESULT_BYTES);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),

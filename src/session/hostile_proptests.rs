@@ -246,7 +246,16 @@ fn reference(line: &[u8]) -> Option<(String, bool)> {
 fn agrees(line: &[u8]) -> Result<(), TestCaseError> {
     let expected = reference(line);
     match light::decode(line) {
-        Light::Entry(raw, escapes) => {
+        Light::Entry(mut raw, escapes) => {
+            // Only the light decoder knows where a result's id lies: the line holds the id
+            // there, then its closing quote.
+            if let Some(message) = &mut raw.message
+                && let Some(at) = message.tool_call_id_at.take()
+            {
+                let id = message.tool_call_id.as_deref().unwrap_or_default();
+                let (at, quoted) = (at as usize, [id.as_bytes(), b"\""].concat());
+                prop_assert_eq!(line.get(at..at + id.len() + 1), Some(quoted.as_slice()));
+            }
             prop_assert_eq!(Some((format!("{raw:?}"), escapes)), expected)
         }
         Light::Malformed => prop_assert_eq!(expected, None),

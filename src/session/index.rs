@@ -84,7 +84,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 9;
+const FORMAT: u32 = 10;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -1146,6 +1146,10 @@ pub(crate) fn encode_skeleton_with<'a>(
                         }
                     },
                 }
+                // Where the id lies in its line: 0 unknown, else 1 + the offset.
+                if m.tool_call_id.is_some() {
+                    body.u(m.tool_call_id_at.map_or(0, |at| u64::from(at) + 1));
+                }
                 strings.name(&mut body, m.tool_name.as_deref());
                 if !m.tool_calls.is_empty() {
                     latest_calls = &m.tool_calls;
@@ -1606,6 +1610,13 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                         Some(latest.tool_calls.get(k)?.id.clone()?)
                     }
                 };
+                let tool_call_id_at = match tool_call_id {
+                    None => None,
+                    Some(_) => match r.u()? {
+                        0 => None,
+                        at => Some(u32::try_from(at - 1).ok()?),
+                    },
+                };
                 if !tool_calls.is_empty() {
                     latest_calls = Some(entries.len());
                 }
@@ -1615,6 +1626,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     has_text: tag & 2 == 2,
                     tool_calls,
                     tool_call_id,
+                    tool_call_id_at,
                     tool_name: name(&mut r)?,
                 })
             }

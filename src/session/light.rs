@@ -653,7 +653,11 @@ impl<'a> Parser<'a> {
             match key {
                 Key::Role => message.role = p.loose_name()?,
                 Key::Content => message.content = p.content()?,
-                Key::ToolCallId => message.tool_call_id = p.loose_string()?,
+                Key::ToolCallId => {
+                    let at = u32::try_from(p.i + 1).ok();
+                    message.tool_call_id = p.loose_string()?;
+                    message.tool_call_id_at = at.filter(|_| message.tool_call_id.is_some());
+                }
                 Key::ToolName => message.tool_name = p.loose_string()?,
                 _ => p.skip()?,
             }

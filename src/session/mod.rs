@@ -141,6 +141,11 @@ pub struct MessageMeta {
     pub tool_calls: Vec<ToolCallMeta>,
     /// toolResult: `toolCallId`.
     pub tool_call_id: Option<CompactString>,
+    /// Where `tool_call_id`'s characters start in the line, when known: the line's bytes
+    /// there are the id itself (it holds no escape) and then its closing quote, so an id can
+    /// be compared with it by reading those few bytes, not the whole line
+    /// ([`SessionFile::tool_result_id_is`]).
+    pub tool_call_id_at: Option<u32>,
     /// toolResult: `toolName`.
     pub tool_name: Option<CompactString>,
 }
@@ -623,6 +628,31 @@ impl SessionFile {
         read_line_at(&self.path, &self.file, offset, len)
     }
 
+    /// Whether the `toolCallId` of the tool result whose line is `[offset, offset + len)` is
+    /// `id`. With `id_at`, where a light decode found the id's characters in the line
+    /// ([`MessageMeta::tool_call_id_at`]), only the bytes the id would take there and one
+    /// more are read; without it the whole line is read and decoded. `None` when the bytes
+    /// cannot be read.
+    pub fn tool_result_id_is(
+        &self,
+        offset: u64,
+        len: u64,
+        id_at: Option<u32>,
+        id: &str,
+    ) -> Option<bool> {
+        let Some(at) = id_at else {
+            return Some(self.tool_result_id_at(offset, len)?.as_str() == id);
+        };
+        // The stored id holds no escape, so it holds no quote, backslash or control
+        // character, and its closing quote lies inside the line.
+        let want = id.len() as u64 + 1;
+        if id.bytes().any(|c| matches!(c, b'"' | b'\\' | 0..0x20)) || u64::from(at) + want > len {
+            return Some(false);
+        }
+        let stored = self.raw_at(offset + u64::from(at), want).ok()?;
+        Some(unescaped_id_is(&stored, id))
+    }
+
     /// The `toolCallId` of the tool result whose line is `[offset, offset + len)`, decoded
     /// as a full read decodes it (the same fast and slow paths); `None` when the line cannot
     /// be read or is not a tool result with an id.
@@ -642,6 +672,14 @@ impl SessionFile {
     pub fn load_at(&self, offset: u64, len: u64) -> Result<Value, SessionError> {
         load_line_at(&self.path, &self.file, self.header.version, offset, len)
     }
+}
+
+/// Whether `stored` — the bytes of a line from where an unescaped string's characters start,
+/// as many as `id` has and one more — holds exactly `id` and then the closing quote. `id`
+/// holds no quote: with one, the string could end inside the bytes compared.
+fn unescaped_id_is(stored: &[u8], id: &str) -> bool {
+    let id = id.as_bytes();
+    stored.len() == id.len() + 1 && stored.starts_with(id) && stored[id.len()] == b'"'
 }
 
 #[allow(
@@ -1189,6 +1227,7 @@ fn entry_from_raw(
                     .map(|(id, name)| ToolCallMeta { id, name })
                     .collect(),
                 tool_call_id: message.tool_call_id,
+                tool_call_id_at: message.tool_call_id_at,
                 tool_name: message.tool_name,
             })
         }
@@ -1281,6 +1320,44 @@ mod tests {
     }
 
     const HEADER: &str = r#"{"type":"session","version":3,"id":"sess-1","timestamp":"t"}"#;
+
+    #[test]
+    fn a_result_id_is_compared_where_it_lies_without_reading_its_line() {
+        let result = r#"{"type":"message","id":"r","parentId":null,"message":{"role":"toolResult","toolCallId":"call-7","toolName":"read","content":[{"type":"text","text":"a long output"}]}}"#;
+        let (file, session) = session_from(&format!("{HEADER}\n{result}\n"));
+        let session = session.unwrap();
+        let entry = &session.entries[0];
+        let (offset, len) = (entry.offset, entry.len);
+        let EntryKind::Message(m) = &entry.kind else {
+            panic!("a message: {entry:?}");
+        };
+        let at = m
+            .tool_call_id_at
+            .expect("the light decode knows where the id lies");
+        assert_eq!(&result[at as usize..][..7], "call-7\"");
+        let (session_file, _) = session.into_file_and_skeleton();
+        let is = |id_at, id| session_file.tool_result_id_is(offset, len, id_at, id);
+        for id_at in [Some(at), None] {
+            assert_eq!(is(id_at, "call-7"), Some(true), "{id_at:?}");
+            for other in [
+                "call-",
+                "call-77",
+                "call-8",
+                "",
+                r#"call-7","toolName"#,
+                "call\\-7",
+            ] {
+                assert_eq!(is(id_at, other), Some(false), "{id_at:?} {other:?}");
+            }
+        }
+        // Only the id's bytes and its closing quote are read: cut the file right after them
+        // and the comparison still answers, where reading the whole line cannot.
+        let cut = offset + u64::from(at) + "call-7\"".len() as u64;
+        file.as_file().set_len(cut).unwrap();
+        assert_eq!(is(Some(at), "call-7"), Some(true));
+        assert_eq!(is(Some(at), "call-8"), Some(false));
+        assert_eq!(is(None, "call-7"), None);
+    }
 
     #[test]
     fn malformed_and_torn_lines_are_skipped_and_counted() {

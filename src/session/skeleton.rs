@@ -41,6 +41,10 @@ pub(crate) struct RawMessage<'de> {
     pub role: Option<Cow<'de, str>>,
     pub content: ContentMeta,
     pub tool_call_id: Option<CompactString>,
+    /// Where `tool_call_id`'s characters start in the line (past the opening quote), when
+    /// the light decode read it: the string then holds no escape, so the line's bytes there
+    /// are the id itself, followed by its closing quote. `None` from the full decode.
+    pub tool_call_id_at: Option<u32>,
     pub tool_name: Option<CompactString>,
 }
 
