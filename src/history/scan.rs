@@ -17,11 +17,15 @@ use super::literal::Literal;
 use super::matcher::Prefilter;
 use super::projection::Projection;
 use crate::session::index::{In, Out};
+use crate::session::mapped_session::MappedSession;
 use crate::session::{SessionError, SessionFile};
 
 /// Bytes read and searched at a time per thread: small enough that the copy stays in the
 /// core's cache for the search that follows.
 const BLOCK: usize = 256 << 10;
+/// A mapped scan searches windows of about this many blocks (4 MiB), then drops their pages:
+/// fewer, larger windows measured no faster, smaller ones slower (1 MiB: +2 ms on 100 MB).
+const MAPPED_BLOCKS: usize = 16;
 /// Files with fewer bytes per extra thread are scanned by one thread.
 const PARALLEL_MIN_BYTES: u64 = 16 << 20;
 
@@ -704,6 +708,33 @@ fn line_hits_in(
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
+    // Mapped, the scan reads the page cache in place; read into a buffer, every byte is
+    // copied first (half the time of a scan of 100 MB, measured).
+    if let Some(mapped) = usize::try_from(to - from)
+        .ok()
+        .and_then(|len| MappedSession::map(file, from, len))
+    {
+        let bytes = mapped.bytes();
+        let mut pos = 0usize;
+        while pos < bytes.len() {
+            // Windows of whole lines, each ending at the first `\n` after `MAPPED_BLOCKS`
+            // blocks (the range ends with one); the pages of a window are dropped once it is
+            // scanned, so the scan's resident memory stays about a window per thread.
+            let limit = (pos + block.max(1) * MAPPED_BLOCKS).min(bytes.len() - 1);
+            let last =
+                memchr::memchr(b'\n', &bytes[limit..]).map_or(bytes.len() - 1, |i| limit + i);
+            whole_line_hits(&bytes[pos..=last], from + pos as u64, literals, &mut out);
+            pos = last + 1;
+            mapped.release(pos);
+        }
+        if mapped.torn() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the session file shrank while it was read",
+            ));
+        }
+        return Ok(out);
+    }
     let mut buf = vec![0u8; block.max(1)];
     let mut pos = from;
     while pos < to {
@@ -720,21 +751,26 @@ fn line_hits_in(
                 continue;
             }
         };
-        let hay = &buf[..last + 1];
-        for (found, literal) in out.iter_mut().zip(literals) {
-            let mut at = 0;
-            while at < hay.len()
-                && let Some(hit) = literal.line_hit(hay, at)
-            {
-                let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
-                found.push(pos + line as u64);
-                // One hit per line: on from the line's end.
-                at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
-            }
-        }
+        whole_line_hits(&buf[..last + 1], pos, literals, &mut out);
         pos += (last + 1) as u64;
     }
     Ok(out)
+}
+
+/// Add to `out` (one list per literal) the file offset of every line of `hay` — whole lines
+/// whose first byte is at file offset `base` — holding a hit of the literal.
+fn whole_line_hits(hay: &[u8], base: u64, literals: &[&Literal], out: &mut [Vec<u64>]) {
+    for (found, literal) in out.iter_mut().zip(literals) {
+        let mut at = 0;
+        while at < hay.len()
+            && let Some(hit) = literal.line_hit(hay, at)
+        {
+            let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
+            found.push(base + line as u64);
+            // One hit per line: on from the line's end.
+            at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
+        }
+    }
 }
 
 /// Drop every hit of the memo of `session` in `cache`, keeping it well-formed (a memo that
