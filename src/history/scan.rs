@@ -628,11 +628,11 @@ fn line_hits(
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = crate::threads::worker_threads();
     let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
-    line_hits_in_parts(file, from, to, literals, block, groups)
+    line_hits_in_parts(file, from, to, literals, block, groups, true)
 }
 
 /// [`line_hits`] in `groups` ranges of about equal bytes, cut at line starts, each scanned
-/// by its own thread (tests choose the count).
+/// by its own thread (tests choose the count), mapped when `map` allows (tests run both).
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
 fn line_hits_in_parts(
     file: &std::fs::File,
@@ -641,6 +641,7 @@ fn line_hits_in_parts(
     literals: &[&Literal],
     block: usize,
     groups: u64,
+    map: bool,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let mut cuts = vec![from];
     for g in 1..groups {
@@ -650,7 +651,7 @@ fn line_hits_in_parts(
     }
     cuts.push(to);
     cuts.dedup();
-    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block);
+    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block, map);
     let parts: Vec<std::io::Result<Vec<Vec<u64>>>> = if cuts.len() <= 2 {
         vec![scan(from, to)]
     } else {
@@ -698,13 +699,15 @@ fn next_line_start(file: &std::fs::File, at: u64, to: u64) -> std::io::Result<u6
     Ok(to)
 }
 
-/// [`line_hits`] of one range, on this thread.
+/// [`line_hits`] of one range, on this thread: mapped when `map` allows and a mapping can be
+/// made, else read.
 fn line_hits_in(
     file: &std::fs::File,
     from: u64,
     to: u64,
     literals: &[&Literal],
     block: usize,
+    map: bool,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
@@ -712,14 +715,15 @@ fn line_hits_in(
     // copied first (half the time of a scan of 100 MB, measured).
     if let Some(mapped) = usize::try_from(to - from)
         .ok()
+        .filter(|_| map)
         .and_then(|len| MappedSession::map(file, from, len))
     {
         let bytes = mapped.bytes();
         let mut pos = 0usize;
         while pos < bytes.len() {
             // Windows of whole lines, each ending at the first `\n` after `MAPPED_BLOCKS`
-            // blocks (the range ends with one); the pages of a window are dropped once it is
-            // scanned, so the scan's resident memory stays about a window per thread.
+            // blocks (the range ends with one); the pages read are dropped after each, so
+            // the scan's resident memory stays about a window per thread.
             let limit = (pos + block.max(1) * MAPPED_BLOCKS).min(bytes.len() - 1);
             let last =
                 memchr::memchr(b'\n', &bytes[limit..]).map_or(bytes.len() - 1, |i| limit + i);
@@ -736,22 +740,30 @@ fn line_hits_in(
         return Ok(out);
     }
     let mut buf = vec![0u8; block.max(1)];
-    let mut pos = from;
+    // `buf[..kept]` holds the file's bytes from `pos` already (the end of the block before,
+    // after its last whole line): they are moved, not read again — with lines of 100 KB
+    // and more, reading them again read the file about one and a half times.
+    let (mut pos, mut kept) = (from, 0usize);
     while pos < to {
         let len = ((to - pos) as usize).min(buf.len());
-        file.read_exact_at(&mut buf[..len], pos)?;
+        if len > kept {
+            file.read_exact_at(&mut buf[kept..len], pos + kept as u64)?;
+        }
         // Whole lines only: up to the last `\n` of the block (the range ends with one).
         let last = match memchr::memrchr(b'\n', &buf[..len]) {
             Some(last) => last,
             // The rest of the range (which should end with a `\n`).
             None if pos + len as u64 == to => len - 1,
             None => {
+                kept = len;
                 let bigger = buf.len() * 2;
                 buf.resize(bigger, 0);
                 continue;
             }
         };
         whole_line_hits(&buf[..last + 1], pos, literals, &mut out);
+        buf.copy_within(last + 1..len, 0);
+        kept = len - (last + 1);
         pos += (last + 1) as u64;
     }
     Ok(out)
@@ -823,7 +835,10 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(text).unwrap();
         let to = memchr::memrchr(b'\n', text).map_or(0, |i| i as u64 + 1);
-        line_hits_in_parts(&file, 0, to, needles, block, groups).unwrap()
+        let mapped = line_hits_in_parts(&file, 0, to, needles, block, groups, true).unwrap();
+        let read = line_hits_in_parts(&file, 0, to, needles, block, groups, false).unwrap();
+        assert_eq!(mapped, read, "the mapped and the read scan agree");
+        mapped
     }
 
     #[test]
