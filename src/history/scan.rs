@@ -17,15 +17,11 @@ use super::literal::Literal;
 use super::matcher::Prefilter;
 use super::projection::Projection;
 use crate::session::index::{In, Out};
-use crate::session::mapped_session::MappedSession;
 use crate::session::{SessionError, SessionFile};
 
 /// Bytes read and searched at a time per thread: small enough that the copy stays in the
 /// core's cache for the search that follows.
 const BLOCK: usize = 256 << 10;
-/// A mapped scan searches windows of about this many blocks (4 MiB), then drops their pages:
-/// fewer, larger windows measured no faster, smaller ones slower (1 MiB: +2 ms on 100 MB).
-const MAPPED_BLOCKS: usize = 16;
 /// Files with fewer bytes per extra thread are scanned by one thread.
 const PARALLEL_MIN_BYTES: u64 = 16 << 20;
 
@@ -628,11 +624,11 @@ fn line_hits(
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = crate::threads::worker_threads();
     let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
-    line_hits_in_parts(file, from, to, literals, block, groups, true)
+    line_hits_in_parts(file, from, to, literals, block, groups)
 }
 
 /// [`line_hits`] in `groups` ranges of about equal bytes, cut at line starts, each scanned
-/// by its own thread (tests choose the count), mapped when `map` allows (tests run both).
+/// by its own thread (tests choose the count).
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
 fn line_hits_in_parts(
     file: &std::fs::File,
@@ -641,7 +637,6 @@ fn line_hits_in_parts(
     literals: &[&Literal],
     block: usize,
     groups: u64,
-    map: bool,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let mut cuts = vec![from];
     for g in 1..groups {
@@ -651,7 +646,7 @@ fn line_hits_in_parts(
     }
     cuts.push(to);
     cuts.dedup();
-    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block, map);
+    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block);
     let parts: Vec<std::io::Result<Vec<Vec<u64>>>> = if cuts.len() <= 2 {
         vec![scan(from, to)]
     } else {
@@ -699,46 +694,16 @@ fn next_line_start(file: &std::fs::File, at: u64, to: u64) -> std::io::Result<u6
     Ok(to)
 }
 
-/// [`line_hits`] of one range, on this thread: mapped when `map` allows and a mapping can be
-/// made, else read.
+/// [`line_hits`] of one range, on this thread.
 fn line_hits_in(
     file: &std::fs::File,
     from: u64,
     to: u64,
     literals: &[&Literal],
     block: usize,
-    map: bool,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
-    // Mapped, the scan reads the page cache in place; read into a buffer, every byte is
-    // copied first (half the time of a scan of 100 MB, measured).
-    if let Some(mapped) = usize::try_from(to - from)
-        .ok()
-        .filter(|_| map)
-        .and_then(|len| MappedSession::map(file, from, len))
-    {
-        let bytes = mapped.bytes();
-        let mut pos = 0usize;
-        while pos < bytes.len() {
-            // Windows of whole lines, each ending at the first `\n` after `MAPPED_BLOCKS`
-            // blocks (the range ends with one); the pages read are dropped after each, so
-            // the scan's resident memory stays about a window per thread.
-            let limit = (pos + block.max(1) * MAPPED_BLOCKS).min(bytes.len() - 1);
-            let last =
-                memchr::memchr(b'\n', &bytes[limit..]).map_or(bytes.len() - 1, |i| limit + i);
-            whole_line_hits(&bytes[pos..=last], from + pos as u64, literals, &mut out);
-            pos = last + 1;
-            mapped.release(pos);
-        }
-        if mapped.torn() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the session file shrank while it was read",
-            ));
-        }
-        return Ok(out);
-    }
     let mut buf = vec![0u8; block.max(1)];
     // `buf[..kept]` holds the file's bytes from `pos` already (the end of the block before,
     // after its last whole line): they are moved, not read again — with lines of 100 KB
@@ -835,10 +800,7 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(text).unwrap();
         let to = memchr::memrchr(b'\n', text).map_or(0, |i| i as u64 + 1);
-        let mapped = line_hits_in_parts(&file, 0, to, needles, block, groups, true).unwrap();
-        let read = line_hits_in_parts(&file, 0, to, needles, block, groups, false).unwrap();
-        assert_eq!(mapped, read, "the mapped and the read scan agree");
-        mapped
+        line_hits_in_parts(&file, 0, to, needles, block, groups).unwrap()
     }
 
     #[test]

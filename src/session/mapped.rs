@@ -4,8 +4,7 @@
 //! every page); [`Mapped::writable`] makes it writable, and then only the pages written (a
 //! few patched records) are copied, privately: the file is never changed through it.
 //!
-//! Only the index's own files are mapped here (a session file only by the guarded
-//! `mapped_session`, whose file can shrink under it): an index file is never
+//! Only the index's own files are mapped, never a session file: an index file is never
 //! truncated or rewritten in place by this program (every write is a new file renamed over
 //! the old one, which leaves a mapping of the old one intact), and its length is checked
 //! before it is mapped, so no access can fall past its end.

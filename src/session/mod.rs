@@ -28,7 +28,6 @@ mod entries;
 pub mod index;
 mod light;
 pub mod mapped;
-pub mod mapped_session;
 mod skeleton;
 
 #[cfg(test)]
