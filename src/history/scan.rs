@@ -704,25 +704,31 @@ fn line_hits_in(
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
-    let mut buf = vec![0u8; block.max(1)];
+    let block = block.max(1);
+    let mut buf: Vec<u8> = Vec::new();
     // `buf[..kept]` holds the file's bytes from `pos` already (the end of the block before,
     // after its last whole line): they are moved, not read again — with lines of 100 KB
-    // and more, reading them again read the file about one and a half times.
+    // and more, reading them again read the file about one and a half times. Each read adds
+    // at most a block, so a line longer than a block grows the buffer only while it is
+    // read: a buffer grown to megabytes and refilled whole every time was slower to fill
+    // and to search (out of cache) on a session with a few lines of megabytes.
     let (mut pos, mut kept) = (from, 0usize);
     while pos < to {
-        let len = ((to - pos) as usize).min(buf.len());
+        let len = ((to - pos) as usize).min(kept + block);
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
         if len > kept {
             file.read_exact_at(&mut buf[kept..len], pos + kept as u64)?;
         }
-        // Whole lines only: up to the last `\n` of the block (the range ends with one).
-        let last = match memchr::memrchr(b'\n', &buf[..len]) {
-            Some(last) => last,
+        // Whole lines only: up to the last `\n` read (the range ends with one; the bytes
+        // kept hold none).
+        let last = match memchr::memrchr(b'\n', &buf[kept..len]) {
+            Some(last) => kept + last,
             // The rest of the range (which should end with a `\n`).
             None if pos + len as u64 == to => len - 1,
             None => {
                 kept = len;
-                let bigger = buf.len() * 2;
-                buf.resize(bigger, 0);
                 continue;
             }
         };
