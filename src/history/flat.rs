@@ -526,9 +526,9 @@ const SIDE_TAG: &[u8; 4] = b"PS\x05\x00";
 ///
 /// Layout: tag, `highest_seq` (u64), event and line counts (u32), the leaf id, the branch
 /// id hashes (count, u32 each, [`side_hash`]), the results (count, u32 id hash, u32 line and
-/// u32 offset of the id in the line, [`UNKNOWN_AT`] when not known, each), the open calls (count, event index u32 and id each). The arrays are searched where
-/// they lie (no per-id decode), and an extension copies them in runs around the few new
-/// values.
+/// u32 offset of the id in the line, [`UNKNOWN_AT`] when not known, each), the open calls
+/// (count, event index u32 and id each). The arrays are searched where they lie (no per-id
+/// decode), and an extension copies them in runs around the few new values.
 struct Side<'a> {
     highest_seq: u64,
     events: usize,
@@ -556,7 +556,7 @@ const RESULT_BYTES: usize = 12;
 
 /// A tool-result record's offset when the id's place in its line is not known (the line
 /// was decoded fully, not lightly): the whole line is read back to compare ids.
-pub const UNKNOWN_AT: u32 = u32::MAX;
+const UNKNOWN_AT: u32 = u32::MAX;
 
 /// A tool result as the side data keeps it: its id's hash, its line, and where the id
 /// lies in that line ([`UNKNOWN_AT`] when not known).
@@ -1059,6 +1059,10 @@ impl Delta {
     }
 }
 
+/// Whether the `toolCallId` of a stored tool result (its line, where its id's characters start
+/// in it when known) is the id given; `None` when that cannot be read (see [`extend`]).
+pub type ResultIdIs<'a> = dyn FnMut(Line, Option<u32>, &str) -> Option<bool> + 'a;
+
 /// Extend the stored projection in `buf[at..]` (with its `side` data, and `prev`, the
 /// encoded delta of the entries appended before, if any) of a session with header `header`
 /// by `entries`, appended to the file since: the delta of every entry appended since the
@@ -1070,7 +1074,7 @@ impl Delta {
 /// result is paired with the first open call of its id (its event record is patched) or
 /// is an event of its own. `result_id_is` tells whether the `toolCallId` of the tool
 /// result whose line is the one given, with the id's characters starting at the offset
-/// given in it ([`UNKNOWN_AT`] when not known), is the id given (asked of a stored result
+/// given in it (`None` when not known), is the id given (asked of a stored result
 /// whose id's hash an appended call's id shares; `None` gives up the extension).
 pub fn extend(
     buf: &[u8],
@@ -1079,7 +1083,7 @@ pub fn extend(
     header: &Header,
     prev: Option<&[u8]>,
     entries: &[Entry],
-    result_id_is: &mut dyn FnMut(Line, u32, &str) -> Option<bool>,
+    result_id_is: &mut ResultIdIs<'_>,
 ) -> Option<Delta> {
     if header.version < 3 {
         return None;
@@ -1295,6 +1299,7 @@ pub fn extend(
                                     let at = (line - base_lines) * LINE_BYTES;
                                     Line::read(lines.get(at..at + LINE_BYTES)?)
                                 };
+                                let id_at = (id_at != UNKNOWN_AT).then_some(id_at);
                                 known = result_id_is(at, id_at, id)?;
                             }
                             if !known {

@@ -289,10 +289,7 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
                 &file.header,
                 delta.as_deref(),
                 appended.entries(),
-                &mut |line, id_at, id| {
-                    let id_at = (id_at != flat::UNKNOWN_AT).then_some(id_at);
-                    file.tool_result_id_is(line.offset, line.len, id_at, id)
-                },
+                &mut |line, id_at, id| file.tool_result_id_is(line.offset, line.len, id_at, id),
             ) else {
                 return Ok(None);
             };
