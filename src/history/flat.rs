@@ -15,8 +15,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::projection::{
-    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Source, Store, Window,
-    marker_window, seq_count,
+    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store, Window,
+    marker_window, seq_count, shown,
 };
 
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
@@ -1202,129 +1202,116 @@ pub fn extend(
             has_text,
             tool_name: NO_TOOL,
         };
-        match &entry.kind {
-            EntryKind::Compaction | EntryKind::BranchSummary | EntryKind::CustomMessage { .. } => {
-                put_event(&mut events, &text(EventRole::Context, true))?
-            }
-            EntryKind::Message(m) => {
-                match &m.role {
-                    Role::User => put_event(&mut events, &text(EventRole::User, m.has_text))?,
-                    Role::Assistant => {
-                        put_event(&mut events, &text(EventRole::Assistant, m.has_text))?
+        match shown(&entry.kind) {
+            Shown::Text { role, has_text } => put_event(&mut events, &text(role, has_text))?,
+            Shown::Result(m) => {
+                let id = m.tool_call_id.as_deref().filter(|id| !id.is_empty());
+                match id.and_then(|id| open.remove(id)) {
+                    Some(call) => {
+                        // The first result of an open call's id: shown at the call.
+                        let line = usize32(line)?;
+                        let call = call as usize;
+                        let call_seq = if call < n_old {
+                            patches.push((usize32(call)?, line));
+                            le32(old_events.get(call * EVENT_BYTES..)?, 0)
+                        } else {
+                            let at = (call - n_old) * EVENT_BYTES;
+                            let record = events.get_mut(at..at + EVENT_BYTES)?;
+                            record[RESULT_AT..RESULT_AT + 4].copy_from_slice(&line.to_le_bytes());
+                            le32(record, 0)
+                        };
+                        let call_seq = u64::from(call_seq);
+                        put(&mut paired, u32_of(seq)?);
+                        put(&mut paired, u32_of(call_seq)?);
                     }
-                    Role::Custom | Role::CompactionSummary | Role::BranchSummary => {
-                        put_event(&mut events, &text(EventRole::Context, true))?
-                    }
-                    Role::ToolResult => {
-                        let id = m.tool_call_id.as_deref().filter(|id| !id.is_empty());
-                        match id.and_then(|id| open.remove(id)) {
-                            Some(call) => {
-                                // The first result of an open call's id: shown at the call.
-                                let line = usize32(line)?;
-                                let call = call as usize;
-                                let call_seq = if call < n_old {
-                                    patches.push((usize32(call)?, line));
-                                    le32(old_events.get(call * EVENT_BYTES..)?, 0)
-                                } else {
-                                    let at = (call - n_old) * EVENT_BYTES;
-                                    let record = events.get_mut(at..at + EVENT_BYTES)?;
-                                    record[RESULT_AT..RESULT_AT + 4]
-                                        .copy_from_slice(&line.to_le_bytes());
-                                    le32(record, 0)
-                                };
-                                let call_seq = u64::from(call_seq);
-                                put(&mut paired, u32_of(seq)?);
-                                put(&mut paired, u32_of(call_seq)?);
-                            }
-                            None => put_event(
-                                &mut events,
-                                &Event {
-                                    seq,
-                                    window,
-                                    role: EventRole::Tool,
-                                    source: Source::Result { entry: line },
-                                    has_text: true,
-                                    tool_name: tool(m.tool_name.as_deref()),
-                                },
-                            )?,
-                        }
-                        if let Some(id) = id
-                            && new_result_ids.insert(id.to_string())
-                        {
-                            new_results.push((
-                                side_hash(id),
-                                usize32(line)?,
-                                m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
-                            ));
-                        }
-                    }
-                    Role::BashExecution => put_event(
+                    None => put_event(
                         &mut events,
                         &Event {
                             seq,
                             window,
                             role: EventRole::Tool,
-                            source: Source::Bash { entry: line },
+                            source: Source::Result { entry: line },
                             has_text: true,
-                            tool_name: tool(Some("bash")),
+                            tool_name: tool(m.tool_name.as_deref()),
                         },
                     )?,
-                    Role::System | Role::Other(_) => {}
                 }
-                if m.role == Role::Assistant {
-                    for (block, call) in m.tool_calls.iter().enumerate() {
-                        let index = usize32(n_old + events.len() / EVENT_BYTES)?;
-                        if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
-                            // A call whose id already has a result stays unpaired. Earlier
-                            // results are known by hash, line and the id's place in it: a
-                            // hit is compared with the id read back from there (a line that
-                            // cannot be read rebuilds).
-                            let hash = side_hash(id);
-                            let mut known = new_result_ids.contains(id);
-                            let earlier = side.result_lines(hash).chain(
-                                results
-                                    .iter()
-                                    .skip(results.partition_point(|r| r.0 < hash))
-                                    .take_while(|r| r.0 == hash)
-                                    .map(|r| (r.1, r.2)),
-                            );
-                            for (line, id_at) in earlier {
-                                if known {
-                                    break;
-                                }
-                                let line = line as usize;
-                                let at = if line < base_lines {
-                                    sections.line(line)?
-                                } else {
-                                    let at = (line - base_lines) * LINE_BYTES;
-                                    Line::read(lines.get(at..at + LINE_BYTES)?)
-                                };
-                                let id_at = (id_at != UNKNOWN_AT).then_some(id_at);
-                                known = result_id_is(at, id_at, id)?;
-                            }
-                            if !known {
-                                open.entry(id.to_string()).or_insert(index);
-                            }
-                        }
-                        put_event(
-                            &mut events,
-                            &Event {
-                                seq: seq + 1 + block as u64,
-                                window,
-                                role: EventRole::Tool,
-                                source: Source::Call {
-                                    entry: line,
-                                    block,
-                                    result: None,
-                                },
-                                has_text: true,
-                                tool_name: tool(call.name.as_deref()),
-                            },
-                        )?;
-                    }
+                if let Some(id) = id
+                    && new_result_ids.insert(id.to_string())
+                {
+                    new_results.push((
+                        side_hash(id),
+                        usize32(line)?,
+                        m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
+                    ));
                 }
             }
-            _ => {}
+            Shown::Bash => put_event(
+                &mut events,
+                &Event {
+                    seq,
+                    window,
+                    role: EventRole::Tool,
+                    source: Source::Bash { entry: line },
+                    has_text: true,
+                    tool_name: tool(Some("bash")),
+                },
+            )?,
+            Shown::Nothing => {}
+        }
+        if let EntryKind::Message(m) = &entry.kind
+            && m.role == Role::Assistant
+        {
+            for (block, call) in m.tool_calls.iter().enumerate() {
+                let index = usize32(n_old + events.len() / EVENT_BYTES)?;
+                if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
+                    // A call whose id already has a result stays unpaired. Earlier
+                    // results are known by hash, line and the id's place in it: a
+                    // hit is compared with the id read back from there (a line that
+                    // cannot be read rebuilds).
+                    let hash = side_hash(id);
+                    let mut known = new_result_ids.contains(id);
+                    let earlier = side.result_lines(hash).chain(
+                        results
+                            .iter()
+                            .skip(results.partition_point(|r| r.0 < hash))
+                            .take_while(|r| r.0 == hash)
+                            .map(|r| (r.1, r.2)),
+                    );
+                    for (line, id_at) in earlier {
+                        if known {
+                            break;
+                        }
+                        let line = line as usize;
+                        let at = if line < base_lines {
+                            sections.line(line)?
+                        } else {
+                            let at = (line - base_lines) * LINE_BYTES;
+                            Line::read(lines.get(at..at + LINE_BYTES)?)
+                        };
+                        let id_at = (id_at != UNKNOWN_AT).then_some(id_at);
+                        known = result_id_is(at, id_at, id)?;
+                    }
+                    if !known {
+                        open.entry(id.to_string()).or_insert(index);
+                    }
+                }
+                put_event(
+                    &mut events,
+                    &Event {
+                        seq: seq + 1 + block as u64,
+                        window,
+                        role: EventRole::Tool,
+                        source: Source::Call {
+                            entry: line,
+                            block,
+                            result: None,
+                        },
+                        has_text: true,
+                        tool_name: tool(call.name.as_deref()),
+                    },
+                )?;
+            }
         }
         let count = n_old + events.len() / EVENT_BYTES;
         windows.last_mut()?.events.end = count;

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 use crate::protocol::root_window_id;
-use crate::session::{EntryKind, Role, Session};
+use crate::session::{EntryKind, MessageMeta, Role, Session};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
 pub const MARKER_TYPES: &[&str] = &["pi-context/reset-marker", "notesoup/reset-marker"];
@@ -238,6 +238,48 @@ pub fn marker_window(kind: &EntryKind) -> Option<&str> {
     }
 }
 
+/// What an entry with a seq shows as on the branch, an assistant's calls aside (they follow
+/// its text event; docs/spec/history.md §5.2). The one table of which entry kinds and roles
+/// are which event, for the projection built from entries and for its extension in place
+/// (`flat::extend`).
+pub(super) enum Shown<'a> {
+    Text {
+        role: EventRole,
+        has_text: bool,
+    },
+    /// A tool result: an event of its own unless it is shown at its call.
+    Result(&'a MessageMeta),
+    Bash,
+    Nothing,
+}
+
+pub(super) fn shown(kind: &EntryKind) -> Shown<'_> {
+    let context = Shown::Text {
+        role: EventRole::Context,
+        has_text: true,
+    };
+    match kind {
+        EntryKind::Compaction | EntryKind::BranchSummary | EntryKind::CustomMessage { .. } => {
+            context
+        }
+        EntryKind::Message(m) => match m.role {
+            Role::User => Shown::Text {
+                role: EventRole::User,
+                has_text: m.has_text,
+            },
+            Role::Assistant => Shown::Text {
+                role: EventRole::Assistant,
+                has_text: m.has_text,
+            },
+            Role::Custom | Role::CompactionSummary | Role::BranchSummary => context,
+            Role::ToolResult => Shown::Result(m),
+            Role::BashExecution => Shown::Bash,
+            Role::System | Role::Other(_) => Shown::Nothing,
+        },
+        _ => Shown::Nothing,
+    }
+}
+
 impl Projection {
     /// Project `session` along `branch` (entry indexes root→leaf, from
     /// `Session::active_branch`).
@@ -346,73 +388,59 @@ impl Projection {
                 has_text,
                 tool_name: NO_TOOL,
             };
-            match &entry.kind {
-                EntryKind::Compaction
-                | EntryKind::BranchSummary
-                | EntryKind::CustomMessage { .. } => {
-                    events.push(text(EventRole::Context, true, &mut line));
-                }
-                EntryKind::Message(m) => {
-                    match m.role {
-                        Role::User => events.push(text(EventRole::User, m.has_text, &mut line)),
-                        Role::Assistant => {
-                            events.push(text(EventRole::Assistant, m.has_text, &mut line));
-                        }
-                        Role::Custom | Role::CompactionSummary | Role::BranchSummary => {
-                            events.push(text(EventRole::Context, true, &mut line));
-                        }
-                        Role::ToolResult => {
-                            if !is_paired(&paired, seq) {
-                                events.push(Event {
-                                    seq,
-                                    window: window_index,
-                                    role: EventRole::Tool,
-                                    source: Source::Result { entry: line(index) },
-                                    has_text: true,
-                                    tool_name: tool(m.tool_name.as_deref()),
-                                });
-                            }
-                        }
-                        Role::BashExecution => events.push(Event {
+            match shown(&entry.kind) {
+                Shown::Text { role, has_text } => events.push(text(role, has_text, &mut line)),
+                Shown::Result(m) => {
+                    if !is_paired(&paired, seq) {
+                        events.push(Event {
                             seq,
                             window: window_index,
                             role: EventRole::Tool,
-                            source: Source::Bash { entry: line(index) },
+                            source: Source::Result { entry: line(index) },
                             has_text: true,
-                            tool_name: tool(Some("bash")),
-                        }),
-                        Role::System | Role::Other(_) => {}
-                    }
-                    if m.role == Role::Assistant {
-                        for (block, call) in m.tool_calls.iter().enumerate() {
-                            let call_seq = seq + 1 + block as u64;
-                            let mut result = None;
-                            if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
-                                && let Some(&(result_seq, result_entry)) = results.get(id)
-                                && result_seq > call_seq
-                                && !is_paired(&paired, result_seq)
-                            {
-                                paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
-                                paired_results.push((result_seq, call_seq));
-                                result = Some(result_entry);
-                            }
-                            let entry = line(index);
-                            events.push(Event {
-                                seq: call_seq,
-                                window: window_index,
-                                role: EventRole::Tool,
-                                source: Source::Call {
-                                    entry,
-                                    block,
-                                    result: result.map(&mut line),
-                                },
-                                has_text: true,
-                                tool_name: tool(call.name.as_deref()),
-                            });
-                        }
+                            tool_name: tool(m.tool_name.as_deref()),
+                        });
                     }
                 }
-                _ => {}
+                Shown::Bash => events.push(Event {
+                    seq,
+                    window: window_index,
+                    role: EventRole::Tool,
+                    source: Source::Bash { entry: line(index) },
+                    has_text: true,
+                    tool_name: tool(Some("bash")),
+                }),
+                Shown::Nothing => {}
+            }
+            if let EntryKind::Message(m) = &entry.kind
+                && m.role == Role::Assistant
+            {
+                for (block, call) in m.tool_calls.iter().enumerate() {
+                    let call_seq = seq + 1 + block as u64;
+                    let mut result = None;
+                    if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
+                        && let Some(&(result_seq, result_entry)) = results.get(id)
+                        && result_seq > call_seq
+                        && !is_paired(&paired, result_seq)
+                    {
+                        paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
+                        paired_results.push((result_seq, call_seq));
+                        result = Some(result_entry);
+                    }
+                    let entry = line(index);
+                    events.push(Event {
+                        seq: call_seq,
+                        window: window_index,
+                        role: EventRole::Tool,
+                        source: Source::Call {
+                            entry,
+                            block,
+                            result: result.map(&mut line),
+                        },
+                        has_text: true,
+                        tool_name: tool(call.name.as_deref()),
+                    });
+                }
             }
         }
         window.events.end = events.len();
