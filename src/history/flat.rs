@@ -15,8 +15,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::projection::{
-    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store, Window,
-    marker_window, seq_count, shown,
+    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store, ToolNames,
+    Window, marker_window, seq_count, shown,
 };
 
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
@@ -1128,28 +1128,15 @@ pub fn extend(
         mut patches,
         mut paired,
         mut windows,
-        mut tool_names,
+        tool_names,
         mut leaf,
         mut branch,
         results,
         open,
     } = prev;
     let old_events = sections.events();
-    let mut tools: FxHashMap<String, u32> = tool_names
-        .iter()
-        .enumerate()
-        .map(|(i, name)| (name.clone(), i as u32))
-        .collect();
-    let mut tool = |name: Option<&str>| -> u32 {
-        let name = name.unwrap_or("unknown");
-        if let Some(&id) = tools.get(name) {
-            return id;
-        }
-        let id = tool_names.len() as u32;
-        tool_names.push(name.to_string());
-        tools.insert(name.to_string(), id);
-        id
-    };
+    let mut tools = ToolNames::numbering(tool_names);
+    let mut tool = |name: Option<&str>| tools.number(name);
     let mut open: FxHashMap<String, u32> =
         open.into_iter().map(|(event, id)| (id, event)).collect();
     let mut new_ids: FxHashSet<u32> = FxHashSet::default();
@@ -1335,7 +1322,7 @@ pub fn extend(
         patches,
         paired,
         windows,
-        tool_names,
+        tool_names: tools.into_names(),
         leaf,
         branch,
         results,

@@ -238,6 +238,41 @@ pub fn marker_window(kind: &EntryKind) -> Option<&str> {
     }
 }
 
+/// The distinct tool names of a projection as its events number them (`Event::tool_name`;
+/// a missing name counts as `unknown`), for building one and for extending it in place.
+pub(super) struct ToolNames {
+    names: Vec<String>,
+    numbers: FxHashMap<String, u32>,
+}
+
+impl ToolNames {
+    /// Numbering that goes on after `names` (numbered in order).
+    pub(super) fn numbering(names: Vec<String>) -> ToolNames {
+        let numbers = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i as u32))
+            .collect();
+        ToolNames { names, numbers }
+    }
+
+    /// The number of `name`, numbering it when new.
+    pub(super) fn number(&mut self, name: Option<&str>) -> u32 {
+        let name = name.unwrap_or("unknown");
+        if let Some(&number) = self.numbers.get(name) {
+            return number;
+        }
+        let number = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.numbers.insert(name.to_string(), number);
+        number
+    }
+
+    pub(super) fn into_names(self) -> Vec<String> {
+        self.names
+    }
+}
+
 /// What an entry with a seq shows as on the branch, an assistant's calls aside (they follow
 /// its text event; docs/spec/history.md §5.2). The one table of which entry kinds and roles
 /// are which event, for the projection built from entries and for its extension in place
@@ -335,18 +370,8 @@ impl Projection {
             }
             line_of[entry] as usize
         };
-        let mut tool_names: Vec<String> = Vec::new();
-        let mut tool_ids: FxHashMap<String, u32> = FxHashMap::default();
-        let mut tool = |name: Option<&str>| -> u32 {
-            let name = name.unwrap_or("unknown");
-            if let Some(&id) = tool_ids.get(name) {
-                return id;
-            }
-            let id = tool_names.len() as u32;
-            tool_names.push(name.to_string());
-            tool_ids.insert(name.to_string(), id);
-            id
-        };
+        let mut tools = ToolNames::numbering(Vec::new());
+        let mut tool = |name: Option<&str>| tools.number(name);
 
         // docs/spec/history.md §3 and §5.2: windows along the branch (a reset marker opens
         // the next one) and their events, in one pass.
@@ -453,7 +478,7 @@ impl Projection {
             events: Store::Owned(events),
             paired: Store::Owned(paired_results),
             lines: Store::Owned(lines),
-            tool_names,
+            tool_names: tools.into_names(),
             flat: Bytes::Owned(Vec::new()),
             more: Vec::new(),
         };
