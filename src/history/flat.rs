@@ -13,6 +13,7 @@
 //! damaged blob (which the index checksum already rejects) can only read as `None`.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Cow;
 
 use super::projection::{
     Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store, ToolNames,
@@ -148,19 +149,9 @@ fn put_tail(
 
 /// Encode `projection`; `None` when a value does not fit the format's widths.
 pub fn encode(projection: &Projection) -> Option<Vec<u8>> {
-    let mut lines = Vec::with_capacity(projection.line_count() * LINE_BYTES);
-    for i in 0..projection.line_count() {
-        put_line(&mut lines, &projection.line(i))?;
-    }
-    let mut events = Vec::with_capacity(projection.event_count() * EVENT_BYTES);
-    for event in projection.events() {
-        put_event(&mut events, &event)?;
-    }
-    let mut paired = Vec::new();
-    for (result, call) in projection.paired_results() {
-        put(&mut paired, u32_of(result)?);
-        put(&mut paired, u32_of(call)?);
-    }
+    let lines = records_of(&projection.lines, projection)?;
+    let events = records_of(&projection.events, projection)?;
+    let paired = records_of(&projection.paired, projection)?;
     assemble(&Parts {
         highest_seq: projection.highest_seq,
         lines: [&lines, &[]],
@@ -227,6 +218,9 @@ impl Record for Line {
             escapes: le32(b, 8) >> 31 == 1,
         }
     }
+    fn write(&self, out: &mut Vec<u8>) -> Option<()> {
+        whole_or_nothing(out, |out| put_line(out, self))
+    }
 }
 
 impl Record for (u64, u64) {
@@ -234,6 +228,41 @@ impl Record for (u64, u64) {
     fn read(b: &[u8]) -> (u64, u64) {
         (u64::from(le32(b, 0)), u64::from(le32(b, 4)))
     }
+    fn write(&self, out: &mut Vec<u8>) -> Option<()> {
+        let (result, call) = (u32_of(self.0)?, u32_of(self.1)?);
+        put(out, result);
+        put(out, call);
+        Some(())
+    }
+}
+
+/// `put` a record into `out`, or nothing when it fails part-way.
+fn whole_or_nothing(out: &mut Vec<u8>, put: impl FnOnce(&mut Vec<u8>) -> Option<()>) -> Option<()> {
+    let before = out.len();
+    let done = put(out);
+    if done.is_none() {
+        out.truncate(before);
+    }
+    done
+}
+
+/// The flat encoding of a projection's array: its bytes when it is kept in that encoding
+/// already, else each record encoded.
+fn records_of<'a, T: Record>(
+    store: &'a Store<T>,
+    projection: &Projection,
+) -> Option<Cow<'a, [u8]>> {
+    if let Store::Packed(packed) = store {
+        return Some(Cow::Borrowed(packed));
+    }
+    let len = store.len();
+    let mut out = Vec::with_capacity(len * T::BYTES);
+    for i in 0..len {
+        store
+            .get(&projection.flat, &projection.more, i)
+            .write(&mut out)?;
+    }
+    Some(Cow::Owned(out))
 }
 
 /// An event record's fields, or `None` when a byte is out of range.
@@ -283,6 +312,9 @@ impl Record for Event {
     )]
     fn read(b: &[u8]) -> Event {
         event_of(b).expect("records are checked when the encoding is read")
+    }
+    fn write(&self, out: &mut Vec<u8>) -> Option<()> {
+        whole_or_nothing(out, |out| put_event(out, self))
     }
 }
 
@@ -1403,6 +1435,7 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::projection::Records;
 
     fn event(seq: u64, window: usize, role: EventRole, source: Source, tool: u32) -> Event {
         Event {
@@ -1484,5 +1517,59 @@ mod tests {
             bad[at] |= bit;
             assert_eq!(event_of(&bad), None);
         }
+    }
+
+    /// A projection's array is built in its flat encoding until a record does not fit it;
+    /// from there it is kept as values, the records before it included, and reads back the
+    /// same either way.
+    #[test]
+    fn records_built_packed_turn_to_values_at_the_first_that_does_not_fit() {
+        let text = Source::Text { entry: 3 };
+        let fitting: Vec<Event> = (1..=5)
+            .map(|seq| event(seq, 1, EventRole::User, text, NO_TOOL))
+            .collect();
+        let past = event(6, 65_535, EventRole::Assistant, text, NO_TOOL);
+        let after = event(7, 2, EventRole::Tool, Source::Bash { entry: 9 }, 4);
+
+        let mut packed = Records::with_capacity(2);
+        fitting.iter().for_each(|&e| packed.push(e));
+        assert_eq!(packed.len(), 5);
+        let store = packed.into_store();
+        assert!(matches!(&store, Store::Packed(bytes) if bytes.len() == 5 * EVENT_BYTES));
+        let read: Vec<Event> = (0..5).map(|i| store.get(&[], &[], i)).collect();
+        assert_eq!(read, fitting);
+
+        let mut turned = Records::with_capacity(8);
+        fitting.iter().for_each(|&e| turned.push(e));
+        turned.push(past);
+        turned.push(after);
+        assert_eq!(turned.len(), 7);
+        let store = turned.into_store();
+        let Store::Owned(values) = &store else {
+            panic!("a record past the widths keeps the array as values");
+        };
+        let mut expected = fitting.clone();
+        expected.extend([past, after]);
+        assert_eq!(values, &expected);
+
+        // A line too long for its record turns the lines to values too.
+        let mut lines = Records::with_capacity(1);
+        let short = Line {
+            offset: 1 << 40,
+            len: 10,
+            escapes: true,
+        };
+        let long = Line {
+            offset: 0,
+            len: 1 << 31,
+            escapes: false,
+        };
+        lines.push(short);
+        assert!(matches!(lines.into_store(), Store::Packed(_)));
+        let mut lines = Records::with_capacity(1);
+        lines.push(short);
+        lines.push(long);
+        let store = lines.into_store();
+        assert!(matches!(&store, Store::Owned(v) if v == &[short, long]));
     }
 }

@@ -168,6 +168,9 @@ impl Bytes {
 #[derive(Debug, Clone)]
 pub(super) enum Store<T> {
     Owned(Vec<T>),
+    /// Records built in memory in their flat encoding (`T::BYTES` bytes each), so the array
+    /// takes the bytes the index stores it in, and storing it copies them as they are.
+    Packed(Vec<u8>),
     /// `len` records of `T::BYTES` bytes at `at` in `Projection::flat`, then `more_len` at
     /// `more_at` in `Projection::more`.
     Flat {
@@ -181,21 +184,70 @@ pub(super) enum Store<T> {
 /// A fixed-width record of a flat array.
 pub(super) trait Record: Copy {
     const BYTES: usize;
-    /// Decode a record (its bytes were checked when the encoding was read).
+    /// Decode a record (its bytes were checked when the encoding was read, or written by
+    /// [`Record::write`]).
     fn read(bytes: &[u8]) -> Self;
+    /// Append the record's encoding; `None` (having appended nothing) when a field does not
+    /// fit its width.
+    fn write(&self, out: &mut Vec<u8>) -> Option<()>;
+}
+
+/// The records of an array being built: in their flat encoding while each of them fits it,
+/// else (from the first that does not) as values.
+pub(super) struct Records<T> {
+    packed: Vec<u8>,
+    owned: Option<Vec<T>>,
+}
+
+impl<T: Record> Records<T> {
+    pub(super) fn with_capacity(records: usize) -> Records<T> {
+        Records {
+            packed: Vec::with_capacity(records.saturating_mul(T::BYTES)),
+            owned: None,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        match &self.owned {
+            Some(owned) => owned.len(),
+            None => self.packed.len() / T::BYTES,
+        }
+    }
+
+    pub(super) fn push(&mut self, record: T) {
+        if let Some(owned) = &mut self.owned {
+            owned.push(record);
+            return;
+        }
+        if record.write(&mut self.packed).is_none() {
+            let mut owned: Vec<T> = self.packed.chunks_exact(T::BYTES).map(T::read).collect();
+            owned.push(record);
+            self.packed = Vec::new();
+            self.owned = Some(owned);
+        }
+    }
+
+    pub(super) fn into_store(self) -> Store<T> {
+        match self.owned {
+            Some(owned) => Store::Owned(owned),
+            None => Store::Packed(self.packed),
+        }
+    }
 }
 
 impl<T: Record> Store<T> {
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         match self {
             Store::Owned(v) => v.len(),
+            Store::Packed(v) => v.len() / T::BYTES,
             Store::Flat { len, more_len, .. } => len + more_len,
         }
     }
 
-    fn get(&self, flat: &[u8], more: &[u8], i: usize) -> T {
+    pub(super) fn get(&self, flat: &[u8], more: &[u8], i: usize) -> T {
         match self {
             Store::Owned(v) => v[i],
+            Store::Packed(v) => T::read(&v[i * T::BYTES..(i + 1) * T::BYTES]),
             Store::Flat { at, len, .. } if i < *len => {
                 let from = at + i * T::BYTES;
                 T::read(&flat[from..from + T::BYTES])
@@ -355,7 +407,7 @@ impl Projection {
 
         // Session entries → `lines`, in the order events first name them.
         let mut line_of = vec![u32::MAX; session.entries.len()];
-        let mut lines: Vec<Line> = Vec::with_capacity(branch.len());
+        let mut lines: Records<Line> = Records::with_capacity(branch.len());
         let mut entry_of_line: Vec<usize> = Vec::with_capacity(branch.len());
         let mut line = |entry: usize| -> usize {
             if line_of[entry] == u32::MAX {
@@ -381,7 +433,7 @@ impl Projection {
         let mut paired = vec![0u64; (highest_seq as usize + 1).div_ceil(64)];
         let is_paired =
             |paired: &[u64], seq: u64| paired[(seq / 64) as usize] >> (seq % 64) & 1 == 1;
-        let mut events: Vec<Event> = Vec::with_capacity(event_estimate);
+        let mut events: Records<Event> = Records::with_capacity(event_estimate);
         let mut out_windows = Vec::new();
         let mut window = Window {
             window_id: root_window_id(&session.header.id),
@@ -475,9 +527,9 @@ impl Projection {
             session_id: session.header.id.clone(),
             highest_seq,
             windows: out_windows,
-            events: Store::Owned(events),
+            events: events.into_store(),
             paired: Store::Owned(paired_results),
-            lines: Store::Owned(lines),
+            lines: lines.into_store(),
             tool_names: tools.into_names(),
             flat: Bytes::Owned(Vec::new()),
             more: Vec::new(),
