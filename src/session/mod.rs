@@ -992,13 +992,20 @@ impl Drop for Meeting<'_> {
 /// the slow one (and its repaired text) when the fast one is unsure — and hand its fields
 /// and whether it holds an escape JavaScript would not write to `f`; `None` when the line
 /// is malformed.
-fn with_raw_entry<T>(body: &[u8], f: impl FnOnce(skeleton::RawEntry<'_>, bool) -> T) -> Option<T> {
-    match light::decode(body) {
-        light::Light::Entry(raw, escapes) => Some(f(raw, escapes)),
-        light::Light::Malformed => None,
-        light::Light::Unsure => match slow_decode(body)? {
-            Ok(raw) => Some(f(raw, has_foreign_escape(body))),
-            Err(fixed) => Some(f(skeleton::decode(&fixed).ok()?, has_foreign_escape(body))),
+fn with_raw_entry<T>(
+    body: &[u8],
+    f: impl FnOnce(&mut skeleton::RawEntry<'_>, bool) -> T,
+) -> Option<T> {
+    let mut raw = skeleton::RawEntry::default();
+    match light::decode_into(body, &mut raw) {
+        light::Decided::Entry(escapes) => Some(f(&mut raw, escapes)),
+        light::Decided::Malformed => None,
+        light::Decided::Unsure => match slow_decode(body)? {
+            Ok(mut raw) => Some(f(&mut raw, has_foreign_escape(body))),
+            Err(fixed) => Some(f(
+                &mut skeleton::decode(&fixed).ok()?,
+                has_foreign_escape(body),
+            )),
         },
     }
 }
@@ -1046,18 +1053,18 @@ fn decode_chunk(
             continue;
         }
         let line_no = chunk.line_count;
-        let mut take = |raw: skeleton::RawEntry, escapes: bool| {
+        let mut take = |raw: &mut skeleton::RawEntry, escapes: bool| {
             if raw.kind.as_deref() == Some("session") {
                 if chunk.first_session.is_none() {
                     chunk.first_session = Some(FirstSession {
                         entries_before: chunk.entries.len(),
-                        id: raw.id.map(String::from),
+                        id: raw.id.take().map(String::from),
                         version: if raw.version_present {
                             raw.version.unwrap_or(1)
                         } else {
                             1
                         },
-                        timestamp: raw.timestamp.map(Cow::into_owned),
+                        timestamp: raw.timestamp.take().map(Cow::into_owned),
                     });
                 }
             } else {
@@ -1194,8 +1201,9 @@ pub fn parse_value(line: &[u8]) -> Option<Value> {
     }
 }
 
+/// The entry of a decoded line, its fields taken out of `raw`.
 fn entry_from_raw(
-    raw: skeleton::RawEntry<'_>,
+    raw: &mut skeleton::RawEntry<'_>,
     line_no: u64,
     offset: u64,
     len: u64,
@@ -1203,7 +1211,7 @@ fn entry_from_raw(
 ) -> Entry {
     let kind = match raw.kind.as_deref() {
         Some("message") => {
-            let message = raw.message.unwrap_or_default();
+            let message = raw.message.take().unwrap_or_default();
             let role = match message.role.as_deref() {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
@@ -1234,14 +1242,14 @@ fn entry_from_raw(
         Some("compaction") => EntryKind::Compaction,
         Some("branch_summary") => EntryKind::BranchSummary,
         Some("custom_message") => EntryKind::CustomMessage {
-            custom_type: raw.custom_type,
+            custom_type: raw.custom_type.take(),
         },
         // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
         // it): the others are not kept (memory of a large session; index size).
         Some("custom") => EntryKind::Custom {
-            custom_type: raw.custom_type,
-            window_id: raw.data_window_id,
-            timestamp: raw.timestamp.map(Cow::into_owned),
+            custom_type: raw.custom_type.take(),
+            window_id: raw.data_window_id.take(),
+            timestamp: raw.timestamp.take().map(Cow::into_owned),
         },
         Some("label") => EntryKind::Label,
         Some("session_info") => EntryKind::SessionInfo,
@@ -1256,8 +1264,8 @@ fn entry_from_raw(
         offset,
         len,
         escapes: false,
-        id: raw.id,
-        parent_id: raw.parent_id,
+        id: raw.id.take(),
+        parent_id: raw.parent_id.take(),
         kind,
     }
 }
