@@ -16,8 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::borrow::Cow;
 
 use super::projection::{
-    Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store, ToolNames,
-    Window, marker_window, seq_count, shown,
+    Built, Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store,
+    ToolNames, Window, marker_window, seq_count, shown,
 };
 
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
@@ -778,12 +778,11 @@ fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
 }
 
 /// The part of the side data ([`side_with`]) that needs only the session and the branch
-/// (so it is computed beside the projection): the leaf's id, the sorted hashes of the
-/// branch's entry ids, and the branch's tool-result ids (a set).
+/// (so it is computed beside the projection): the leaf's id and the sorted hashes of the
+/// branch's entry ids.
 pub struct SideIds<'s> {
     leaf: &'s str,
     branch_ids: Vec<u32>,
-    result_ids: FxHashSet<&'s str>,
 }
 
 /// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
@@ -804,75 +803,32 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
         .collect();
     branch_ids.sort_unstable();
     branch_ids.dedup();
-    let mut result_ids: FxHashSet<&str> = FxHashSet::default();
-    for &i in branch {
-        if let EntryKind::Message(m) = &session.entries[i].kind
-            && m.role == Role::ToolResult
-            && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
-        {
-            result_ids.insert(id);
-        }
-    }
-    Some(SideIds {
-        leaf,
-        branch_ids,
-        result_ids,
-    })
+    Some(SideIds { leaf, branch_ids })
 }
 
-/// The side data of `projection`, the default branch of `session` whose [`SideIds`] are
-/// `ids`; `entry_of_line` maps its lines to entries. `None` when a value is too wide for
-/// the format.
-pub fn side_with(
-    session: &Session,
-    projection: &Projection,
-    entry_of_line: &[usize],
-    ids: SideIds<'_>,
-) -> Option<Vec<u8>> {
-    let SideIds {
-        leaf,
-        branch_ids,
-        result_ids,
-    } = ids;
+/// The side data of a projection of the default branch whose [`SideIds`] are `ids`, from
+/// what its build learnt of the branch's tool results and open calls. `None` when a value
+/// is too wide for the format.
+pub fn side_with(built: &Built<'_>, ids: SideIds<'_>) -> Option<Vec<u8>> {
+    let SideIds { leaf, branch_ids } = ids;
+    let projection = &built.projection;
     // Every tool result of the branch is a line of the projection (an event, or the result
     // shown at its call): its record is its id's hash, that line and the id's place in it.
-    let mut results: Vec<ResultRecord> = Vec::with_capacity(result_ids.len());
-    let mut found: FxHashSet<&str> = FxHashSet::default();
-    for (line, &entry) in entry_of_line.iter().enumerate() {
-        if let EntryKind::Message(m) = &session.entries[entry].kind
-            && m.role == Role::ToolResult
-            && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
-            && found.insert(id)
-        {
-            results.push((
-                side_hash(id),
-                usize32(line)?,
-                m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
-            ));
-        }
-    }
-    if found.len() != result_ids.len() {
+    let mut results: Vec<ResultRecord> = built
+        .tool_results
+        .iter()
+        .map(|r| (side_hash(r.id), r.line, r.at.unwrap_or(UNKNOWN_AT)))
+        .collect();
+    if results.iter().any(|&(_, line, _)| line == NONE) {
         return None;
     }
     results.sort_unstable();
     let hashes: Vec<u8> = results.iter().flat_map(result_record_bytes).collect();
-    let mut open = Vec::new();
-    let mut seen: FxHashSet<&str> = FxHashSet::default();
-    for (index, event) in projection.events().enumerate() {
-        if let Source::Call {
-            entry,
-            block,
-            result: None,
-        } = event.source
-            && let EntryKind::Message(m) = &session.entries[entry_of_line[entry]].kind
-            && let Some(id) = m.tool_calls[block].id.as_deref()
-            && !id.is_empty()
-            && !result_ids.contains(id)
-            && seen.insert(id)
-        {
-            open.push((usize32(index)?, id.to_string()));
-        }
-    }
+    let open = built
+        .open
+        .iter()
+        .map(|&(index, id)| Some((usize32(index)?, id.to_string())))
+        .collect::<Option<Vec<_>>>()?;
     let branch_bytes: Vec<u8> = branch_ids.iter().flat_map(|h| h.to_le_bytes()).collect();
     let count = results.len();
     let (mut branch_out, mut hashes_out) = (SideOut::default(), SideOut::default());

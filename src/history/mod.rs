@@ -357,16 +357,21 @@ fn open_testing_lines(
         .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
     // What extending the stored projection needs: its session-only part (hashing and
     // sorting the branch's ids) on a second core while this one builds the projection.
-    let (projection, entry_of_line, ids) = std::thread::scope(|scope| {
+    let (built, ids) = std::thread::scope(|scope| {
         let ids = storable.then(|| scope.spawn(|| flat::side_ids(&session, &branch)));
-        let (projection, entry_of_line) = Projection::build_with_entries(&session, &branch);
+        let built = Projection::build_with_entries(&session, &branch);
         let ids = ids.and_then(|ids| {
             ids.join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
-        (projection, entry_of_line, ids)
+        (built, ids)
     });
-    let side = ids.and_then(|ids| flat::side_with(&session, &projection, &entry_of_line, ids));
+    let side = ids.and_then(|ids| flat::side_with(&built, ids));
+    let projection::Built {
+        projection,
+        entry_of_line,
+        ..
+    } = built;
     drop(branch);
     // The skeleton is freed (a free per heap string: ≈ 2 ms on 63 k entries) on the other
     // core while this one encodes and writes the index. Encoding the stored projection

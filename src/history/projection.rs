@@ -4,7 +4,7 @@
 //! is cheap even for a very large file; documents are built per event on demand
 //! (`super::document`). It must not decide paging or rendering.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 
 use crate::protocol::root_window_id;
@@ -111,6 +111,27 @@ pub struct Window {
     pub created_at: Option<String>,
     /// Its events, as a range of `Projection::events`.
     pub events: Range<usize>,
+}
+
+/// A projection as [`Projection::build_with_entries`] builds it, with what the build learns
+/// on the way that storing it needs (the side data of `super::flat`).
+pub struct Built<'s> {
+    pub projection: Projection,
+    /// The session entry of every line of the projection.
+    pub entry_of_line: Vec<usize>,
+    /// The first tool result of each call id on the branch (in no order).
+    pub tool_results: Vec<BranchResult<'s>>,
+    /// The calls whose id no tool result of the branch has, the first of each id, in event
+    /// order: (event index, id).
+    pub open: Vec<(usize, &'s str)>,
+}
+
+/// A tool result of the branch: its call id, its line in the projection, and where the id's
+/// characters lie in that line when known ([`crate::session::MessageMeta::tool_call_id_at`]).
+pub struct BranchResult<'s> {
+    pub id: &'s str,
+    pub line: u32,
+    pub at: Option<u32>,
 }
 
 /// The projection of one session's active branch.
@@ -372,12 +393,13 @@ impl Projection {
     /// `Session::active_branch`).
     #[allow(clippy::expect_used, reason = "the root window exists")]
     pub fn build(session: &Session, branch: &[usize]) -> Projection {
-        Self::build_with_entries(session, branch).0
+        Self::build_with_entries(session, branch).projection
     }
 
-    /// [`Projection::build`], also giving the session entry of every line of `lines`.
+    /// [`Projection::build`], also giving the session entry of every line of `lines` and
+    /// the branch's tool results and open calls.
     #[allow(clippy::expect_used, reason = "the root window exists")]
-    pub fn build_with_entries(session: &Session, branch: &[usize]) -> (Projection, Vec<usize>) {
+    pub fn build_with_entries<'s>(session: &'s Session, branch: &[usize]) -> Built<'s> {
         // docs/spec/history.md §2: seqs over all entries in file order.
         let mut first_seq = Vec::with_capacity(session.entries.len());
         let mut next = 1u64;
@@ -392,7 +414,7 @@ impl Projection {
         // id (one pass over the branch before the events, which pair calls with later results).
         // Not reserved for the branch: results are a fraction of it, and a sparse table is
         // probed with a cache miss per call.
-        let mut results: FxHashMap<&str, (u64, usize)> = FxHashMap::default();
+        let mut results: FxHashMap<&'s str, (u64, usize)> = FxHashMap::default();
         let mut event_estimate = 0usize;
         for &index in branch {
             let entry = &session.entries[index];
@@ -422,6 +444,9 @@ impl Projection {
             }
             line_of[entry] as usize
         };
+        // Calls no result of the branch names, the first of each id.
+        let mut open: Vec<(usize, &'s str)> = Vec::new();
+        let mut open_ids: FxHashSet<&'s str> = FxHashSet::default();
         let mut tools = ToolNames::numbering(Vec::new());
         let mut tool = |name: Option<&str>| tools.number(name);
 
@@ -495,14 +520,22 @@ impl Projection {
                 for (block, call) in m.tool_calls.iter().enumerate() {
                     let call_seq = seq + 1 + block as u64;
                     let mut result = None;
-                    if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty())
-                        && let Some(&(result_seq, result_entry)) = results.get(id)
-                        && result_seq > call_seq
-                        && !is_paired(&paired, result_seq)
-                    {
-                        paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
-                        paired_results.push((result_seq, call_seq));
-                        result = Some(result_entry);
+                    if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
+                        match results.get(id) {
+                            Some(&(result_seq, result_entry))
+                                if result_seq > call_seq && !is_paired(&paired, result_seq) =>
+                            {
+                                paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
+                                paired_results.push((result_seq, call_seq));
+                                result = Some(result_entry);
+                            }
+                            Some(_) => {}
+                            None => {
+                                if open_ids.insert(id) {
+                                    open.push((events.len(), id));
+                                }
+                            }
+                        }
                     }
                     let entry = line(index);
                     events.push(Event {
@@ -523,6 +556,23 @@ impl Projection {
         window.events.end = events.len();
         out_windows.push(window);
         paired_results.sort_unstable();
+        // The first line of each result id is its first result's on the branch (the one
+        // `results` holds): a later one is never shown at a call, so its line is made at
+        // its own place, after the first's.
+        let tool_results = results
+            .into_iter()
+            .map(|(id, (_, entry))| {
+                let at = match &session.entries[entry].kind {
+                    EntryKind::Message(m) => m.tool_call_id_at,
+                    _ => None,
+                };
+                BranchResult {
+                    id,
+                    line: line_of[entry],
+                    at,
+                }
+            })
+            .collect();
         let projection = Projection {
             session_id: session.header.id.clone(),
             highest_seq,
@@ -534,7 +584,12 @@ impl Projection {
             flat: Bytes::Owned(Vec::new()),
             more: Vec::new(),
         };
-        (projection, entry_of_line)
+        Built {
+            projection,
+            entry_of_line,
+            tool_results,
+            open,
+        }
     }
 
     /// How many events the branch has.
