@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 
 use crate::protocol::root_window_id;
-use crate::session::{EntryKind, MessageMeta, Role, Session};
+use crate::session::{Entry, EntryKind, MessageMeta, Role, Session};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
 pub const MARKER_TYPES: &[&str] = &["pi-context/reset-marker", "notesoup/reset-marker"];
@@ -400,30 +400,45 @@ impl Projection {
     /// the branch's tool results and open calls.
     #[allow(clippy::expect_used, reason = "the root window exists")]
     pub fn build_with_entries<'s>(session: &'s Session, branch: &[usize]) -> Built<'s> {
-        // docs/spec/history.md §2: seqs over all entries in file order.
+        // docs/spec/history.md §2: seqs over all entries in file order; §5.1: toolCallId →
+        // the first toolResult on the branch with that id (known before the events, which
+        // pair calls with later results). Not reserved for the branch: results are a
+        // fraction of it, and a sparse table is probed with a cache miss per call.
         let mut first_seq = Vec::with_capacity(session.entries.len());
-        let mut next = 1u64;
-        for entry in &session.entries {
-            let count = seq_count(&entry.kind);
-            first_seq.push(if count > 0 { next } else { 0 });
-            next += count;
-        }
-        let highest_seq = next - 1;
-
-        // docs/spec/history.md §5.1: toolCallId → the first toolResult on the branch with that
-        // id (one pass over the branch before the events, which pair calls with later results).
-        // Not reserved for the branch: results are a fraction of it, and a sparse table is
-        // probed with a cache miss per call.
         let mut results: FxHashMap<&'s str, (u64, usize)> = FxHashMap::default();
         let mut event_estimate = 0usize;
-        for &index in branch {
-            let entry = &session.entries[index];
-            event_estimate += seq_count(&entry.kind) as usize;
+        let mut on_branch = |entry: &'s Entry, index: usize, seq: u64, count: u64| {
+            event_estimate += count as usize;
             if let EntryKind::Message(m) = &entry.kind
                 && m.role == Role::ToolResult
                 && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
             {
-                results.entry(id).or_insert((first_seq[index], index));
+                results.entry(id).or_insert((seq, index));
+            }
+        };
+        let mut next = 1u64;
+        // A branch in file order (parents before children, as Pi writes them) is met in the
+        // same pass over the entries (tens of megabytes of memory to stream through on a large
+        // session, each pass).
+        let mut branch_ahead = branch
+            .is_sorted_by(|a, b| a < b)
+            .then(|| branch.iter().copied().peekable());
+        for (index, entry) in session.entries.iter().enumerate() {
+            let count = seq_count(&entry.kind);
+            let seq = if count > 0 { next } else { 0 };
+            first_seq.push(seq);
+            next += count;
+            if let Some(ahead) = &mut branch_ahead
+                && ahead.next_if_eq(&index).is_some()
+            {
+                on_branch(entry, index, seq, count);
+            }
+        }
+        let highest_seq = next - 1;
+        if branch_ahead.is_none() {
+            for &index in branch {
+                let entry = &session.entries[index];
+                on_branch(entry, index, first_seq[index], seq_count(&entry.kind));
             }
         }
 
@@ -671,5 +686,74 @@ impl Projection {
     /// The window id of an event.
     pub fn window_id(&self, event: &Event) -> &str {
         &self.windows[event.window].window_id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn projection_of(lines: &[&str]) -> Projection {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        for line in lines {
+            writeln!(file, "{line}").unwrap();
+        }
+        let session = Session::open(file.path()).unwrap();
+        let branch = session.active_branch(session.leaf(None).unwrap());
+        Projection::build(&session, &branch)
+    }
+
+    /// (seq, role, what, the result's seq shown at a call) of every event.
+    fn events_of(projection: &Projection) -> Vec<(u64, EventRole, &'static str)> {
+        projection
+            .events()
+            .map(|e| {
+                let what = match e.source {
+                    Source::Text { .. } => "text",
+                    Source::Call {
+                        result: Some(_), ..
+                    } => "call+result",
+                    Source::Call { result: None, .. } => "call",
+                    Source::Result { .. } => "result",
+                    Source::Bash { .. } => "bash",
+                };
+                (e.seq, e.role, what)
+            })
+            .collect()
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+    const USER: &str = r#"{"type":"message","id":"u","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"go"}}"#;
+    const CALL: &str = r#"{"type":"message","id":"a","parentId":"u","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}]}}"#;
+    const RESULT: &str = r#"{"type":"message","id":"r","parentId":"a","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"read","content":"ok"}}"#;
+
+    /// The branch's tool results are found in the pass that counts seqs when the branch is in
+    /// file order, and in a pass of their own when it is not (a parent written after its
+    /// child): both pair the call with its result.
+    #[test]
+    fn a_branch_out_of_file_order_still_pairs_its_calls() {
+        let in_order = projection_of(&[HEADER, USER, CALL, RESULT]);
+        assert_eq!(
+            events_of(&in_order),
+            [
+                (1, EventRole::User, "text"),
+                (2, EventRole::Assistant, "text"),
+                (3, EventRole::Tool, "call+result"),
+            ]
+        );
+        assert_eq!(in_order.paired_call(4), Some(3));
+
+        // The call's line comes first, then the user's it continues, then the result.
+        let out_of_order = projection_of(&[HEADER, CALL, USER, RESULT]);
+        assert_eq!(
+            events_of(&out_of_order),
+            [
+                (3, EventRole::User, "text"),
+                (1, EventRole::Assistant, "text"),
+                (2, EventRole::Tool, "call+result"),
+            ]
+        );
+        assert_eq!(out_of_order.paired_call(4), Some(2));
     }
 }
