@@ -230,6 +230,9 @@ pub struct Session {
     /// No id names two entries (then the entry before one whose id is a parent is that
     /// parent, without a lookup).
     unique_ids: bool,
+    /// A bit per entry: its parent id is the id of the entry before it in the file (found
+    /// while the id index is built, so the branch walk reads these bits, not the entries).
+    continues: Vec<u64>,
     file: File,
 }
 
@@ -325,6 +328,7 @@ impl Session {
             skipped_lines,
             by_id,
             unique_ids: _,
+            continues: _,
             file,
         } = self;
         (
@@ -367,7 +371,13 @@ impl Session {
         }
         let mut by_id = HashTable::with_capacity(entries.len());
         let mut unique_ids = true;
+        let mut continues = vec![0u64; entries.len().div_ceil(64)];
+        let mut id_before: Option<&str> = None;
         for (index, entry) in entries.iter().enumerate() {
+            if entry.parent_id.is_some() && entry.parent_id.as_deref() == id_before {
+                continues[index / 64] |= 1 << (index % 64);
+            }
+            id_before = entry.id.as_deref();
             if let Some(id) = entry.id.as_deref() {
                 let hash = id_hash(id);
                 match by_id.find_mut(hash, |&i: &usize| entries[i].id.as_deref() == Some(id)) {
@@ -390,6 +400,7 @@ impl Session {
             skipped_lines: skipped,
             by_id,
             unique_ids,
+            continues,
             file,
         }
     }
@@ -427,18 +438,15 @@ impl Session {
             }
             seen[index] = true;
             path.push(index);
-            current = self.entries[index].parent_id.as_deref().and_then(|parent| {
-                // Most entries continue the one before them in the file.
-                match index.checked_sub(1) {
-                    Some(before)
-                        if self.unique_ids
-                            && self.entries[before].id.as_deref() == Some(parent) =>
-                    {
-                        Some(before)
-                    }
-                    _ => self.index_of(parent),
-                }
-            });
+            // Most entries continue the one before them in the file.
+            current = if self.unique_ids && self.continues[index / 64] >> (index % 64) & 1 == 1 {
+                Some(index - 1)
+            } else {
+                self.entries[index]
+                    .parent_id
+                    .as_deref()
+                    .and_then(|parent| self.index_of(parent))
+            };
         }
         path.reverse();
         path
