@@ -704,7 +704,7 @@ mod tests {
         Projection::build(&session, &branch)
     }
 
-    /// (seq, role, what, the result's seq shown at a call) of every event.
+    /// (seq, role, what it shows) of every event.
     fn events_of(projection: &Projection) -> Vec<(u64, EventRole, &'static str)> {
         projection
             .events()
@@ -733,27 +733,33 @@ mod tests {
     /// child): both pair the call with its result.
     #[test]
     fn a_branch_out_of_file_order_still_pairs_its_calls() {
-        let in_order = projection_of(&[HEADER, USER, CALL, RESULT]);
-        assert_eq!(
-            events_of(&in_order),
-            [
-                (1, EventRole::User, "text"),
-                (2, EventRole::Assistant, "text"),
-                (3, EventRole::Tool, "call+result"),
-            ]
-        );
-        assert_eq!(in_order.paired_call(4), Some(3));
-
-        // The call's line comes first, then the user's it continues, then the result.
-        let out_of_order = projection_of(&[HEADER, CALL, USER, RESULT]);
-        assert_eq!(
-            events_of(&out_of_order),
-            [
-                (3, EventRole::User, "text"),
-                (1, EventRole::Assistant, "text"),
-                (2, EventRole::Tool, "call+result"),
-            ]
-        );
-        assert_eq!(out_of_order.paired_call(4), Some(2));
+        use EventRole::{Assistant, Tool, User};
+        // (the lines, the events, the seq of the call the result's seq 4 is shown at)
+        let cases = [
+            (
+                [HEADER, USER, CALL, RESULT],
+                [
+                    (1, User, "text"),
+                    (2, Assistant, "text"),
+                    (3, Tool, "call+result"),
+                ],
+                3,
+            ),
+            // The call's line comes first, then the user's it continues, then the result.
+            (
+                [HEADER, CALL, USER, RESULT],
+                [
+                    (3, User, "text"),
+                    (1, Assistant, "text"),
+                    (2, Tool, "call+result"),
+                ],
+                2,
+            ),
+        ];
+        for (lines, events, call) in cases {
+            let projection = projection_of(&lines);
+            assert_eq!(events_of(&projection), events, "{lines:?}");
+            assert_eq!(projection.paired_call(4), Some(call), "{lines:?}");
+        }
     }
 }
