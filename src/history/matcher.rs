@@ -126,6 +126,11 @@ struct Need {
 #[derive(Debug)]
 pub struct Prefilter {
     literals: Vec<(String, Literal)>,
+    /// The literals in the order a line is tested for them, each with the longest other
+    /// literal it contains: a line without that one cannot hold it (a case-folded match of a
+    /// text is one of each of its parts), so it is not searched for (`fn main()` and the
+    /// `fn main` its tool documents need, on every line of a cold search).
+    tests: Vec<(usize, Option<usize>)>,
     /// The `nestedCalls` probe, when some query's nested rule differs from its plain one.
     nested: Option<Literal>,
     queries: Vec<Need>,
@@ -295,6 +300,31 @@ pub fn phrases(query: &str, nested: bool) -> Vec<String> {
     out
 }
 
+/// The order [`Prefilter::line_mask`] tests the literals in (shorter first), each with the
+/// longest other literal it contains (tested before it). Containment ignores ASCII case: an
+/// ASCII letter and its other case fold alike, so a case-folded match of the longer literal
+/// holds one of the shorter; any other character must be equal.
+fn literal_tests(literals: &[(String, Literal)]) -> Vec<(usize, Option<usize>)> {
+    let folded: Vec<String> = literals
+        .iter()
+        .map(|(text, _)| text.to_ascii_lowercase())
+        .collect();
+    let mut order: Vec<usize> = (0..literals.len()).collect();
+    order.sort_by_key(|&i| (folded[i].len(), i));
+    order
+        .iter()
+        .map(|&i| {
+            let within = order
+                .iter()
+                .copied()
+                .take_while(|&j| j != i)
+                .filter(|&j| folded[i].contains(folded[j].as_str()))
+                .max_by_key(|&j| folded[j].len());
+            (i, within)
+        })
+        .collect()
+}
+
 impl Prefilter {
     /// `None` when no query requires any literal under any rule (everything may match).
     fn new(queries: &[String]) -> Option<Prefilter> {
@@ -351,8 +381,10 @@ impl Prefilter {
             None
         };
         let all = needs.iter().fold(0, |a, n| a | n.text | n.plain | n.nested);
+        let tests = literal_tests(&literals);
         Some(Prefilter {
             literals,
+            tests,
             nested,
             queries: needs,
             all,
@@ -365,10 +397,15 @@ impl Prefilter {
     /// session decode finds for every line anyway).
     pub fn line_mask(&self, line: &[u8], escapes: bool) -> u64 {
         let mut mask = 0u64;
-        for (bit, literal) in self.scans() {
-            if literal.is_match(line) {
-                mask |= bit;
+        for &(i, within) in &self.tests {
+            if within.is_none_or(|j| mask >> j & 1 == 1) && self.literals[i].1.is_match(line) {
+                mask |= 1 << i;
             }
+        }
+        if let Some(nested) = &self.nested
+            && nested.is_match(line)
+        {
+            mask |= NESTED_BIT;
         }
         if mask & self.all != self.all && escapes {
             return u64::MAX;
@@ -541,6 +578,50 @@ mod tests {
             assert_eq!(
                 has_foreign_escape(line),
                 foreign,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// A literal is looked for only in lines holding the longest other literal it contains,
+    /// and the masks are those of looking for every literal in every line.
+    #[test]
+    fn a_literal_is_tested_only_where_a_literal_it_contains_is() {
+        let m = matcher(&["fn main()", "Main", "x[1]"]);
+        let p = m.prefilter().unwrap();
+        let text = |i: usize| p.literals[i].0.as_str();
+        let tests: Vec<(&str, Option<&str>)> = p
+            .tests
+            .iter()
+            .map(|&(i, within)| (text(i), within.map(text)))
+            .collect();
+        assert_eq!(
+            tests,
+            [
+                ("x", None),
+                ("Main", None),
+                ("x[1]", Some("x")),
+                ("fn main", Some("Main")),
+                ("fn main()", Some("fn main")),
+            ],
+            "{:?}",
+            p.literals.iter().map(|(t, _)| t).collect::<Vec<_>>()
+        );
+        for line in [
+            &br#"{"a":"FN MAIN() {}"}"#[..],
+            br#"{"a":"fn main"}"#,
+            br#"{"a":"fn  main()"}"#,
+            br#"{"a":"x[1] main"}"#,
+            br#"{"a":"nothing"}"#,
+        ] {
+            let every = p
+                .scans()
+                .filter(|(_, literal)| literal.is_match(line))
+                .fold(0, |mask, (bit, _)| mask | bit);
+            assert_eq!(
+                p.line_mask(line, false),
+                every,
                 "{}",
                 String::from_utf8_lossy(line)
             );
