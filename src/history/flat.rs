@@ -577,7 +577,12 @@ struct Side<'a> {
 /// answer; 32 bits instead of 64 save 4 bytes of every entry, which decide whether sessions
 /// of short lines keep their projection within the index's share.
 pub(super) fn side_hash(id: &str) -> u32 {
-    (id_hash(id) >> 32) as u32
+    side_hash_of(id_hash(id))
+}
+
+/// [`side_hash`] of an id whose `id_hash` is `hash`.
+pub(super) fn side_hash_of(hash: u64) -> u32 {
+    (hash >> 32) as u32
 }
 
 /// Width of a branch id record (its hash).
@@ -817,7 +822,7 @@ pub fn side_with(built: &Built<'_>, ids: SideIds<'_>) -> Option<Vec<u8>> {
     let mut results: Vec<ResultRecord> = built
         .tool_results
         .iter()
-        .map(|r| (side_hash(r.id), r.line, r.at.unwrap_or(UNKNOWN_AT)))
+        .map(|r| (side_hash_of(r.hash), r.line, r.at.unwrap_or(UNKNOWN_AT)))
         .collect();
     if results.iter().any(|&(_, line, _)| line == NONE) {
         return None;

@@ -4,11 +4,12 @@
 //! is cheap even for a very large file; documents are built per event on demand
 //! (`super::document`). It must not decide paging or rendering.
 
+use hashbrown::HashTable;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 
 use crate::protocol::root_window_id;
-use crate::session::{Entry, EntryKind, MessageMeta, Role, Session};
+use crate::session::{Entry, EntryKind, MessageMeta, Role, Session, id_hash};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
 pub const MARKER_TYPES: &[&str] = &["pi-context/reset-marker", "notesoup/reset-marker"];
@@ -120,18 +121,28 @@ pub struct Built<'s> {
     /// The session entry of every line of the projection.
     pub entry_of_line: Vec<usize>,
     /// The first tool result of each call id on the branch (in no order).
-    pub tool_results: Vec<BranchResult<'s>>,
+    pub tool_results: Vec<BranchResult>,
     /// The calls whose id no tool result of the branch has, the first of each id, in event
     /// order: (event index, id).
     pub open: Vec<(usize, &'s str)>,
 }
 
-/// A tool result of the branch: its call id, its line in the projection, and where the id's
-/// characters lie in that line when known ([`crate::session::MessageMeta::tool_call_id_at`]).
-pub struct BranchResult<'s> {
-    pub id: &'s str,
+/// A tool result of the branch: its call id's hash (`id_hash`), its line in the projection,
+/// and where the id's characters lie in that line when known
+/// ([`crate::session::MessageMeta::tool_call_id_at`]).
+pub struct BranchResult {
+    pub hash: u64,
     pub line: u32,
     pub at: Option<u32>,
+}
+
+/// The first tool result of a call id on the branch, as the build pairs calls with it.
+struct ResultOf<'s> {
+    /// `id_hash(id)`.
+    hash: u64,
+    id: &'s str,
+    seq: u64,
+    entry: usize,
 }
 
 /// The projection of one session's active branch.
@@ -405,7 +416,9 @@ impl Projection {
         // pair calls with later results). Not reserved for the branch: results are a
         // fraction of it, and a sparse table is probed with a cache miss per call.
         let mut first_seq = Vec::with_capacity(session.entries.len());
-        let mut results: FxHashMap<&'s str, (u64, usize)> = FxHashMap::default();
+        // Each with its id's hash: the side data keeps it, and reading it there from the id
+        // would be a cache miss per result.
+        let mut results: HashTable<ResultOf<'s>> = HashTable::new();
         let mut event_estimate = 0usize;
         let mut on_branch = |entry: &'s Entry, index: usize, seq: u64, count: u64| {
             event_estimate += count as usize;
@@ -413,7 +426,17 @@ impl Projection {
                 && m.role == Role::ToolResult
                 && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
             {
-                results.entry(id).or_insert((seq, index));
+                let hash = id_hash(id);
+                if let hashbrown::hash_table::Entry::Vacant(vacant) =
+                    results.entry(hash, |r| r.id == id, |r| r.hash)
+                {
+                    vacant.insert(ResultOf {
+                        hash,
+                        id,
+                        seq,
+                        entry: index,
+                    });
+                }
             }
         };
         let mut next = 1u64;
@@ -536,10 +559,12 @@ impl Projection {
                     let call_seq = seq + 1 + block as u64;
                     let mut result = None;
                     if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
-                        match results.get(id) {
-                            Some(&(result_seq, result_entry))
-                                if result_seq > call_seq && !is_paired(&paired, result_seq) =>
-                            {
+                        match results.find(id_hash(id), |r| r.id == id) {
+                            Some(&ResultOf {
+                                seq: result_seq,
+                                entry: result_entry,
+                                ..
+                            }) if result_seq > call_seq && !is_paired(&paired, result_seq) => {
                                 paired[(result_seq / 64) as usize] |= 1 << (result_seq % 64);
                                 paired_results.push((result_seq, call_seq));
                                 result = Some(result_entry);
@@ -576,13 +601,13 @@ impl Projection {
         // its own place, after the first's.
         let tool_results = results
             .into_iter()
-            .map(|(id, (_, entry))| {
+            .map(|ResultOf { hash, entry, .. }| {
                 let at = match &session.entries[entry].kind {
                     EntryKind::Message(m) => m.tool_call_id_at,
                     _ => None,
                 };
                 BranchResult {
-                    id,
+                    hash,
                     line: line_of[entry],
                     at,
                 }
