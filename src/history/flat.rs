@@ -820,8 +820,7 @@ pub fn side_with(built: &Built<'_>, ids: SideIds<'_>) -> Option<Vec<u8>> {
     // Every tool result of the branch is a line of the projection (an event, or the result
     // shown at its call): its record is its id's hash, that line and the id's place in it.
     let mut results: Vec<ResultRecord> = built
-        .tool_results
-        .iter()
+        .tool_results()
         .map(|r| (side_hash_of(r.hash), r.line, r.at.unwrap_or(UNKNOWN_AT)))
         .collect();
     if results.iter().any(|&(_, line, _)| line == NONE) {

@@ -367,11 +367,7 @@ fn open_testing_lines(
         (built, ids)
     });
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
-    let projection::Built {
-        projection,
-        entry_of_line,
-        ..
-    } = built;
+    let (projection, entry_of_line) = built.into_projection();
     drop(branch);
     // The skeleton is freed (a free per heap string: ≈ 2 ms on 63 k entries) on the other
     // core while this one encodes and writes the index. Encoding the stored projection

@@ -120,11 +120,33 @@ pub struct Built<'s> {
     pub projection: Projection,
     /// The session entry of every line of the projection.
     pub entry_of_line: Vec<usize>,
-    /// The first tool result of each call id on the branch (in no order).
-    pub tool_results: Vec<BranchResult>,
     /// The calls whose id no tool result of the branch has, the first of each id, in event
     /// order: (event index, id).
     pub open: Vec<(usize, &'s str)>,
+    /// The first tool result of each call id on the branch.
+    results: HashTable<ResultOf<'s>>,
+    /// The projection line of each session entry (`u32::MAX`: none).
+    line_of: Vec<u32>,
+}
+
+impl Built<'_> {
+    /// The projection and the session entry of each of its lines, the rest dropped (it
+    /// borrows the session).
+    pub fn into_projection(self) -> (Projection, Vec<usize>) {
+        (self.projection, self.entry_of_line)
+    }
+
+    /// The first tool result of each call id on the branch, in no order (read only when the
+    /// projection is stored, for its side data). The first line of a result id is always
+    /// its first result's on the branch: a later one is never shown at a call, so its line
+    /// is made at its own place, after the first's.
+    pub fn tool_results(&self) -> impl Iterator<Item = BranchResult> + '_ {
+        self.results.iter().map(|r| BranchResult {
+            hash: r.hash,
+            line: self.line_of[r.entry],
+            at: r.at,
+        })
+    }
 }
 
 /// A tool result of the branch: its call id's hash (`id_hash`), its line in the projection,
@@ -143,6 +165,8 @@ struct ResultOf<'s> {
     id: &'s str,
     seq: u64,
     entry: usize,
+    /// Where the id's characters lie in the result's line, when known.
+    at: Option<u32>,
 }
 
 /// The projection of one session's active branch.
@@ -435,6 +459,7 @@ impl Projection {
                         id,
                         seq,
                         entry: index,
+                        at: m.tool_call_id_at,
                     });
                 }
             }
@@ -596,23 +621,6 @@ impl Projection {
         window.events.end = events.len();
         out_windows.push(window);
         paired_results.sort_unstable();
-        // The first line of each result id is its first result's on the branch (the one
-        // `results` holds): a later one is never shown at a call, so its line is made at
-        // its own place, after the first's.
-        let tool_results = results
-            .into_iter()
-            .map(|ResultOf { hash, entry, .. }| {
-                let at = match &session.entries[entry].kind {
-                    EntryKind::Message(m) => m.tool_call_id_at,
-                    _ => None,
-                };
-                BranchResult {
-                    hash,
-                    line: line_of[entry],
-                    at,
-                }
-            })
-            .collect();
         let projection = Projection {
             session_id: session.header.id.clone(),
             highest_seq,
@@ -627,8 +635,9 @@ impl Projection {
         Built {
             projection,
             entry_of_line,
-            tool_results,
             open,
+            results,
+            line_of,
         }
     }
 
