@@ -599,8 +599,12 @@ const UNKNOWN_AT: u32 = u32::MAX;
 /// lies in that line ([`UNKNOWN_AT`] when not known).
 type ResultRecord = (u32, u32, u32);
 
-fn result_record_bytes(&(hash, line, at): &ResultRecord) -> Vec<u8> {
-    [hash.to_le_bytes(), line.to_le_bytes(), at.to_le_bytes()].concat()
+fn result_record_bytes(&(hash, line, at): &ResultRecord) -> [u8; RESULT_BYTES] {
+    let mut record = [0; RESULT_BYTES];
+    record[..4].copy_from_slice(&hash.to_le_bytes());
+    record[4..8].copy_from_slice(&line.to_le_bytes());
+    record[8..].copy_from_slice(&at.to_le_bytes());
+    record
 }
 
 #[inline]
@@ -1382,7 +1386,11 @@ pub fn merged_side<'s>(side: &'s [u8], delta: &Delta) -> Option<SideOut<'s>> {
         .collect();
     let branch = merge_in(side.branch, &added, BRANCH_BYTES);
     let results_count = side.results.len() / RESULT_BYTES + delta.results.len();
-    let added: Vec<Vec<u8>> = delta.results.iter().map(result_record_bytes).collect();
+    let added: Vec<Vec<u8>> = delta
+        .results
+        .iter()
+        .map(|record| result_record_bytes(record).to_vec())
+        .collect();
     let result_records = merge_in(side.results, &added, RESULT_BYTES);
     encode_side(
         (delta.highest_seq, event_count, line_count, &delta.leaf),
