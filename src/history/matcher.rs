@@ -122,6 +122,17 @@ struct Need {
     nested: u64,
 }
 
+/// One search of a scan ([`Prefilter::keyed_scans`]).
+pub(crate) struct KeyedScan<'p> {
+    /// The bit a hit sets in a line mask.
+    pub bit: u64,
+    /// What the memo of hits names it by.
+    pub key: String,
+    pub literal: &'p Literal,
+    /// The bit of the longest other literal this one contains, when there is one.
+    pub within: Option<u64>,
+}
+
 /// The raw-line test of a query set: case-insensitive literals, each a bit of a line mask.
 #[derive(Debug)]
 pub struct Prefilter {
@@ -357,7 +368,11 @@ impl Prefilter {
             }
             needs.push((query, need));
         }
-        // The nested rule only uses literals already scanned for the other rules.
+        // The nested rule only uses literals already scanned for the other rules. Tracking
+        // its own phrases too was measured and not kept (docs/architecture.md): `cannot`,
+        // which `error: cannot` needs in a tool document with nested calls, is slower to
+        // search for in every line than `error: cannot`, which is then only looked for
+        // where `cannot` is, and the searches cost more than the documents they spare.
         let mut needs: Vec<Need> = needs
             .into_iter()
             .map(|(query, mut need)| {
@@ -441,16 +456,25 @@ impl Prefilter {
     /// memo of hits in `scan` is keyed by it): `i:` and the literal for a case-insensitive
     /// literal, `s:` and the probe for the case-sensitive nested-call probe. A change to how
     /// these regexes are built must change the memo's format version.
-    pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = (u64, String, &Literal)> {
-        self.literals
+    ///
+    /// The literals come in the order a line is tested for them (shorter first), each with the
+    /// bit of the longest other literal it contains, when there is one: a line without that
+    /// literal cannot hold it (see `tests`).
+    pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = KeyedScan<'_>> {
+        self.tests
             .iter()
-            .enumerate()
-            .map(|(i, (f, r))| (1u64 << i, format!("i:{f}"), r))
-            .chain(
-                self.nested
-                    .iter()
-                    .map(|r| (NESTED_BIT, "s:nestedCalls".to_string(), r)),
-            )
+            .map(|&(i, within)| KeyedScan {
+                bit: 1u64 << i,
+                key: format!("i:{}", self.literals[i].0),
+                literal: &self.literals[i].1,
+                within: within.map(|j| 1u64 << j),
+            })
+            .chain(self.nested.iter().map(|r| KeyedScan {
+                bit: NESTED_BIT,
+                key: "s:nestedCalls".to_string(),
+                literal: r,
+                within: None,
+            }))
     }
 
     /// The longest literal, in bytes.

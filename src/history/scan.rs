@@ -14,7 +14,7 @@
 //! - Literals hold no `\n` (JSON escapes it, so no literal has one), so a hit never spans lines.
 
 use super::literal::Literal;
-use super::matcher::Prefilter;
+use super::matcher::{KeyedScan, Prefilter};
 use super::projection::Projection;
 use crate::session::index::{In, Out};
 use crate::session::{SessionError, SessionFile};
@@ -517,6 +517,21 @@ pub fn line_masks_memo(
     line_masks_memo_in_blocks(file, projection, prefilter, memo, BLOCK)
 }
 
+/// The literals of `scans` at `group` (ascending) as one scan: a literal containing another
+/// of the group is looked for only in the lines holding that one (the scans come contained
+/// first).
+fn line_scans<'a>(scans: &[KeyedScan<'a>], group: &[usize]) -> Vec<LineScan<'a>> {
+    group
+        .iter()
+        .map(|&k| LineScan {
+            literal: scans[k].literal,
+            within: scans[k]
+                .within
+                .and_then(|bit| group.iter().position(|&g| scans[g].bit == bit)),
+        })
+        .collect()
+}
+
 /// [`line_masks_memo`], reading `block` bytes at a time (tests use small blocks).
 pub(crate) fn line_masks_memo_in_blocks(
     file: &SessionFile,
@@ -543,11 +558,11 @@ pub(crate) fn line_masks_memo_in_blocks(
     }
     let complete = end + 1;
     let stored = memo.load(&file.file, complete);
-    let scans: Vec<(u64, String, &Literal)> = prefilter.keyed_scans().collect();
+    let scans: Vec<KeyedScan<'_>> = prefilter.keyed_scans().collect();
     // Each scan's memoised hits and where its scan must start.
     let mut starts: Vec<Vec<u64>> = Vec::with_capacity(scans.len());
     let mut from: Vec<u64> = Vec::with_capacity(scans.len());
-    for (_, key, _) in &scans {
+    for KeyedScan { key, .. } in &scans {
         match stored.iter().find(|e| &e.key == key) {
             Some(e) => {
                 starts.push(e.starts.clone());
@@ -564,7 +579,7 @@ pub(crate) fn line_masks_memo_in_blocks(
     distinct.dedup();
     for &at in &distinct {
         let group: Vec<usize> = (0..scans.len()).filter(|&k| from[k] == at).collect();
-        let literals: Vec<&Literal> = group.iter().map(|&k| scans[k].2).collect();
+        let literals = line_scans(&scans, &group);
         let found = line_hits(&file.file, at, complete, &literals, block).map_err(io_error)?;
         for (k, hits) in group.into_iter().zip(found) {
             starts[k].extend(hits);
@@ -572,7 +587,7 @@ pub(crate) fn line_masks_memo_in_blocks(
     }
     // Hits of event lines, by line.
     let mut hits: Vec<(usize, u64)> = Vec::new();
-    for ((bit, _, _), lines) in scans.iter().zip(&starts) {
+    for (KeyedScan { bit, .. }, lines) in scans.iter().zip(&starts) {
         for &start in lines {
             let i = table.first_ending_after(0..n, start);
             if i < n && table.span(i).start == start {
@@ -594,7 +609,7 @@ pub(crate) fn line_masks_memo_in_blocks(
         let mut entries: Vec<Memoed> = scans
             .iter()
             .zip(starts)
-            .map(|((_, key, _), starts)| Memoed {
+            .map(|(KeyedScan { key, .. }, starts)| Memoed {
                 key: key.clone(),
                 covered: complete,
                 head,
@@ -605,7 +620,7 @@ pub(crate) fn line_masks_memo_in_blocks(
         entries.extend(
             stored
                 .into_iter()
-                .filter(|e| !scans.iter().any(|(_, key, _)| key == &e.key)),
+                .filter(|e| !scans.iter().any(|scan| scan.key == e.key)),
         );
         memo.store(&entries, complete);
     }
@@ -619,7 +634,7 @@ fn line_hits(
     file: &std::fs::File,
     from: u64,
     to: u64,
-    literals: &[&Literal],
+    literals: &[LineScan<'_>],
     block: usize,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = crate::threads::worker_threads();
@@ -634,7 +649,7 @@ fn line_hits_in_parts(
     file: &std::fs::File,
     from: u64,
     to: u64,
-    literals: &[&Literal],
+    literals: &[LineScan<'_>],
     block: usize,
     groups: u64,
 ) -> std::io::Result<Vec<Vec<u64>>> {
@@ -699,7 +714,7 @@ fn line_hits_in(
     file: &std::fs::File,
     from: u64,
     to: u64,
-    literals: &[&Literal],
+    literals: &[LineScan<'_>],
     block: usize,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
@@ -740,18 +755,43 @@ fn line_hits_in(
     Ok(out)
 }
 
+/// A literal a memo scan looks for: in every line, or (`within`, the index of an earlier
+/// literal of the same scan that it contains) only in the lines holding that one.
+#[derive(Clone, Copy)]
+struct LineScan<'a> {
+    literal: &'a Literal,
+    within: Option<usize>,
+}
+
 /// Add to `out` (one list per literal) the file offset of every line of `hay` — whole lines
 /// whose first byte is at file offset `base` — holding a hit of the literal.
-fn whole_line_hits(hay: &[u8], base: u64, literals: &[&Literal], out: &mut [Vec<u64>]) {
-    for (found, literal) in out.iter_mut().zip(literals) {
-        let mut at = 0;
-        while at < hay.len()
-            && let Some(hit) = literal.line_hit(hay, at)
-        {
-            let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
-            found.push(base + line as u64);
-            // One hit per line: on from the line's end.
-            at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
+fn whole_line_hits(hay: &[u8], base: u64, literals: &[LineScan<'_>], out: &mut [Vec<u64>]) {
+    // Where each list's lines of this block begin.
+    let before: Vec<usize> = out.iter().map(Vec::len).collect();
+    for (k, scan) in literals.iter().enumerate() {
+        let (done, rest) = out.split_at_mut(k);
+        let found = &mut rest[0];
+        match scan.within {
+            Some(j) => {
+                for &line in &done[j][before[j]..] {
+                    let start = (line - base) as usize;
+                    let end = memchr::memchr(b'\n', &hay[start..]).map_or(hay.len(), |p| start + p);
+                    if scan.literal.is_match(&hay[start..end]) {
+                        found.push(line);
+                    }
+                }
+            }
+            None => {
+                let mut at = 0;
+                while at < hay.len()
+                    && let Some(hit) = scan.literal.line_hit(hay, at)
+                {
+                    let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
+                    found.push(base + line as u64);
+                    // One hit per line: on from the line's end.
+                    at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
+                }
+            }
         }
     }
 }
@@ -802,7 +842,7 @@ mod tests {
     }
 
     /// `line_hits` of the complete lines of `text` in `groups` parts, `block` bytes a read.
-    fn scanned(text: &[u8], needles: &[&Literal], groups: u64, block: usize) -> Vec<Vec<u64>> {
+    fn scanned(text: &[u8], needles: &[LineScan<'_>], groups: u64, block: usize) -> Vec<Vec<u64>> {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(text).unwrap();
         let to = memchr::memrchr(b'\n', text).map_or(0, |i| i as u64 + 1);
@@ -838,7 +878,11 @@ mod tests {
             assert!(!want.is_empty());
             for groups in 1..=6 {
                 for block in [1, 5, 16, 4096] {
-                    let got = scanned(text.as_bytes(), &[&needle], groups, block);
+                    let alone = LineScan {
+                        literal: &needle,
+                        within: None,
+                    };
+                    let got = scanned(text.as_bytes(), &[alone], groups, block);
                     assert_eq!(got[0], want, "{text:?}, {groups} parts, block {block}");
                 }
             }
@@ -861,13 +905,24 @@ mod tests {
             block in 1usize..64,
         ) {
             let text: String = pieces.concat();
-            let needles: Vec<Literal> = ["ab b", "ab", "sk", "zab", "é a", "bk"]
+            // `ab b` and `zab` are looked for only in the lines holding `ab`.
+            let needles: Vec<(Literal, Option<usize>)> = [
+                ("ab", None),
+                ("ab b", Some(0)),
+                ("sk", None),
+                ("zab", Some(0)),
+                ("é a", None),
+                ("bk", None),
+            ]
+            .iter()
+            .map(|&(q, within)| (Literal::new(q, true).unwrap(), within))
+            .collect();
+            let scans: Vec<LineScan<'_>> = needles
                 .iter()
-                .map(|q| Literal::new(q, true).unwrap())
+                .map(|(literal, within)| LineScan { literal, within: *within })
                 .collect();
-            let refs: Vec<&Literal> = needles.iter().collect();
-            let got = scanned(text.as_bytes(), &refs, groups, block);
-            for (needle, hits) in needles.iter().zip(&got) {
+            let got = scanned(text.as_bytes(), &scans, groups, block);
+            for ((needle, _), hits) in needles.iter().zip(&got) {
                 prop_assert_eq!(hits, &expected(text.as_bytes(), needle));
             }
         }
