@@ -145,6 +145,9 @@ pub struct Prefilter {
     /// The `nestedCalls` probe, when some query's nested rule differs from its plain one.
     nested: Option<Literal>,
     queries: Vec<Need>,
+    /// Per query, the nested rule's phrases that have no bit (looked for only in the lines
+    /// of a candidate event with nested calls); empty without the probe.
+    untracked: Vec<Vec<Literal>>,
     /// Every literal bit.
     all: u64,
 }
@@ -368,17 +371,25 @@ impl Prefilter {
             }
             needs.push((query, need));
         }
-        // The nested rule only uses literals already scanned for the other rules. Tracking
-        // its own phrases too was measured and not kept (docs/architecture.md): `cannot`,
-        // which `error: cannot` needs in a tool document with nested calls, is slower to
-        // search for in every line than `error: cannot`, which is then only looked for
-        // where `cannot` is, and the searches cost more than the documents they spare.
+        // The nested rule's bits are only literals already scanned for the other rules; its
+        // other phrases are looked for in the lines of a candidate event only
+        // ([`Prefilter::candidate_in_lines`]). Tracking them as literals too was measured and
+        // not kept (docs/architecture.md): `cannot`, which `error: cannot` needs in a tool
+        // document with nested calls, is slower to search for in every line than
+        // `error: cannot`, which is then only looked for where `cannot` is.
+        let mut untracked: Vec<Vec<Literal>> = Vec::with_capacity(needs.len());
         let mut needs: Vec<Need> = needs
             .into_iter()
             .map(|(query, mut need)| {
+                let mut rest = Vec::new();
                 for phrase in phrases(query, true) {
-                    need.nested |= bit(&phrase, false).unwrap_or(0);
+                    match bit(&phrase, false) {
+                        Some(b) => need.nested |= b,
+                        // A phrase too large to compile is simply not required.
+                        None => rest.extend(Literal::new(&phrase, true)),
+                    }
                 }
+                untracked.push(rest);
                 need
             })
             .collect();
@@ -393,6 +404,7 @@ impl Prefilter {
             for need in &mut needs {
                 need.nested = need.plain;
             }
+            untracked.iter_mut().for_each(Vec::clear);
             None
         };
         let all = needs.iter().fold(0, |a, n| a | n.text | n.plain | n.nested);
@@ -402,6 +414,7 @@ impl Prefilter {
             tests,
             nested,
             queries: needs,
+            untracked,
             all,
         })
     }
@@ -440,6 +453,37 @@ impl Prefilter {
             };
             mask & q == q
         })
+    }
+
+    /// Whether [`Prefilter::candidate_in_lines`] can refuse a candidate of `kind` whose lines
+    /// hold `mask`: a tool document with nested calls, for a query whose nested rule needs a
+    /// phrase that has no bit.
+    pub fn rests_on_lines(&self, kind: DocKind, mask: u64) -> bool {
+        kind == DocKind::Tool
+            && mask != u64::MAX
+            && mask & NESTED_BIT != 0
+            && self.untracked.iter().any(|rest| !rest.is_empty())
+    }
+
+    /// [`Prefilter::candidate`], with the nested rule's phrases that have no bit looked for
+    /// in `lines`, the event's lines (the call's and its result's), none of which may hold an
+    /// escape JavaScript would not write (its document could then differ from its bytes).
+    pub fn candidate_in_lines(&self, kind: DocKind, mask: u64, lines: &[Vec<u8>]) -> bool {
+        self.queries
+            .iter()
+            .zip(&self.untracked)
+            .any(|(need, rest)| {
+                let (q, nested) = match kind {
+                    DocKind::Text => (need.text, false),
+                    DocKind::Tool if mask & NESTED_BIT != 0 => (need.nested, true),
+                    DocKind::Tool => (need.plain, false),
+                };
+                mask & q == q
+                    && (!nested
+                        || rest
+                            .iter()
+                            .all(|phrase| lines.iter().any(|line| phrase.is_match(line))))
+            })
     }
 
     /// What a scan searches for: each case-insensitive literal and the nested-call probe,
@@ -650,6 +694,35 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+    }
+
+    /// `error: cannot` needs only `cannot` of a tool document with nested calls (`error` may
+    /// be generated there), a phrase no scan looks for: it is looked for in the event's lines.
+    #[test]
+    fn a_nested_phrase_without_a_bit_is_looked_for_in_the_lines() {
+        let m = matcher(&["error: cannot"]);
+        let p = m.prefilter().unwrap();
+        let call = br#"{"a":"read"}"#.to_vec();
+        let result = |error: &str| {
+            format!(r#"{{"nestedCalls":{{"calls":[{{"name":"grep","error":"{error}"}}]}}}}"#)
+                .into_bytes()
+        };
+        for (error, may) in [("Cannot open", true), ("no such file", false)] {
+            let lines = [call.clone(), result(error)];
+            let mask = lines.iter().fold(0, |m, l| m | p.line_mask_scanning(l));
+            // The probe found nested calls; the bits alone cannot refuse the event.
+            assert!(p.candidate(DocKind::Tool, mask));
+            assert!(p.rests_on_lines(DocKind::Tool, mask));
+            assert_eq!(
+                p.candidate_in_lines(DocKind::Tool, mask, &lines),
+                may,
+                "{error}"
+            );
+        }
+        // Without nested calls, or for a text document, the bits decide alone.
+        let plain = p.line_mask_scanning(br#"{"a":"error: cannot"}"#);
+        assert!(!p.rests_on_lines(DocKind::Tool, plain));
+        assert!(!p.rests_on_lines(DocKind::Text, u64::MAX));
     }
 
     #[test]

@@ -740,17 +740,35 @@ pub(crate) fn search_with(
             continue;
         }
         // A call's document spans its line and its result's line.
-        let candidate = match e.source {
-            projection::Source::Text { entry } => may_match(DocKind::Text, mask(entry)),
+        let (kind, lines) = match e.source {
+            projection::Source::Text { entry } => (DocKind::Text, [Some(entry), None]),
             projection::Source::Call { entry, result, .. } => {
-                may_match(DocKind::Tool, mask(entry) | result.map_or(0, mask))
+                (DocKind::Tool, [Some(entry), result])
             }
             projection::Source::Result { entry } | projection::Source::Bash { entry } => {
-                may_match(DocKind::Tool, mask(entry))
+                (DocKind::Tool, [Some(entry), None])
             }
         };
-        if !candidate {
+        let lines = lines.iter().flatten().copied();
+        let lines_mask = lines.clone().fold(0, |m, line| m | mask(line));
+        if !may_match(kind, lines_mask) {
             continue;
+        }
+        // A phrase of the nested rule that no scan looked for is looked for in the event's
+        // lines now, which costs less than building the document.
+        if let Some(p) = prefilter
+            && p.rests_on_lines(kind, lines_mask)
+            && lines.clone().all(|line| !projection.line(line).escapes)
+        {
+            let raw = lines
+                .map(|line| {
+                    let line = projection.line(line);
+                    opened.file.raw_at(line.offset, line.len)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if !p.candidate_in_lines(kind, lines_mask, &raw) {
+                continue;
+            }
         }
         let doc = document::build(&mut loader, e)?;
         if let Some(byte) = matcher.find(&doc.text) {

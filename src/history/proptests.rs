@@ -747,6 +747,13 @@ fn every_boundary_substring_of_a_document_passes_the_prefilter() {
                     "query {query:?} of seq {} ({kind:?}) was filtered out; document:\n{doc}",
                     event.seq
                 );
+                // The nested rule's phrases without a bit, looked for in the lines.
+                let lines_raw: Vec<Vec<u8>> = lines.iter().map(|&l| raw(l)).collect();
+                assert!(
+                    !p.rests_on_lines(kind, mask) || p.candidate_in_lines(kind, mask, &lines_raw),
+                    "query {query:?} of seq {} ({kind:?}) was refused in its lines; document:\n{doc}",
+                    event.seq
+                );
             }
         }
     }
