@@ -1188,7 +1188,7 @@ pub fn extend(
         match shown(&entry.kind) {
             Shown::Text { role, has_text } => put_event(&mut events, &text(role, has_text))?,
             Shown::Result(m) => {
-                let id = m.tool_call_id.as_deref().filter(|id| !id.is_empty());
+                let id = m.tool_call_id().filter(|id| !id.is_empty());
                 match id.and_then(|id| open.remove(id)) {
                     Some(call) => {
                         // The first result of an open call's id: shown at the call.
@@ -1215,7 +1215,7 @@ pub fn extend(
                             role: EventRole::Tool,
                             source: Source::Result { entry: line },
                             has_text: true,
-                            tool_name: tool(m.tool_name.as_deref()),
+                            tool_name: tool(m.tool_name()),
                         },
                     )?,
                 }
@@ -1225,7 +1225,7 @@ pub fn extend(
                     new_results.push((
                         side_hash(id),
                         usize32(line)?,
-                        m.tool_call_id_at.unwrap_or(UNKNOWN_AT),
+                        m.tool_call_id_at().unwrap_or(UNKNOWN_AT),
                     ));
                 }
             }

@@ -328,7 +328,7 @@ pub fn seq_count(kind: &EntryKind) -> u64 {
             | Role::CompactionSummary
             | Role::BranchSummary => 1,
             Role::Assistant => 1 + m.tool_calls.len() as u64,
-            Role::System | Role::Other(_) => 0,
+            Role::System | Role::Other => 0,
         },
         _ => 0,
     }
@@ -337,11 +337,10 @@ pub fn seq_count(kind: &EntryKind) -> u64 {
 /// The window a valid reset marker opens, if `kind` is one.
 pub fn marker_window(kind: &EntryKind) -> Option<&str> {
     match kind {
-        EntryKind::Custom {
-            custom_type: Some(t),
-            window_id: Some(id),
-            ..
-        } if MARKER_TYPES.contains(&t.as_str()) && !id.is_empty() => Some(id),
+        EntryKind::Custom(custom) => match (&custom.custom_type, &custom.window_id) {
+            (Some(t), Some(id)) if MARKER_TYPES.contains(&t.as_str()) && !id.is_empty() => Some(id),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -417,7 +416,7 @@ pub(super) fn shown(kind: &EntryKind) -> Shown<'_> {
             Role::Custom | Role::CompactionSummary | Role::BranchSummary => context,
             Role::ToolResult => Shown::Result(m),
             Role::BashExecution => Shown::Bash,
-            Role::System | Role::Other(_) => Shown::Nothing,
+            Role::System | Role::Other => Shown::Nothing,
         },
         _ => Shown::Nothing,
     }
@@ -448,7 +447,7 @@ impl Projection {
             event_estimate += count as usize;
             if let EntryKind::Message(m) = &entry.kind
                 && m.role == Role::ToolResult
-                && let Some(id) = m.tool_call_id.as_deref().filter(|id| !id.is_empty())
+                && let Some(id) = m.tool_call_id().filter(|id| !id.is_empty())
             {
                 let hash = id_hash(id);
                 if let hashbrown::hash_table::Entry::Vacant(vacant) =
@@ -459,7 +458,7 @@ impl Projection {
                         id,
                         seq,
                         entry: index,
-                        at: m.tool_call_id_at,
+                        at: m.tool_call_id_at(),
                     });
                 }
             }
@@ -563,7 +562,7 @@ impl Projection {
                             role: EventRole::Tool,
                             source: Source::Result { entry: line(index) },
                             has_text: true,
-                            tool_name: tool(m.tool_name.as_deref()),
+                            tool_name: tool(m.tool_name()),
                         });
                     }
                 }

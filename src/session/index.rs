@@ -36,8 +36,8 @@ use sha1::{Digest, Sha1};
 
 use super::mapped::Mapped;
 use super::{
-    Decoded, Entries, Entry, EntryKind, Header, LineReader, LineTest, MessageMeta,
-    PositionedReader, Role, SessionError, ToolCallMeta, decode_range, io_error_of,
+    CustomMeta, Decoded, Entries, Entry, EntryKind, Header, LineReader, LineTest, MessageExtras,
+    MessageMeta, PositionedReader, Role, SessionError, ToolCallMeta, decode_range, io_error_of,
 };
 
 /// How a read may use the index.
@@ -1030,7 +1030,7 @@ fn role_tag(role: &Role) -> u64 {
         Role::BranchSummary => 5,
         Role::CompactionSummary => 6,
         Role::System => 7,
-        Role::Other(_) => 8,
+        Role::Other => 8,
     }
 }
 
@@ -1123,8 +1123,8 @@ pub(crate) fn encode_skeleton_with<'a>(
                 body.u(0);
                 let flags = u64::from(m.content_is_array) | (u64::from(m.has_text) << 1);
                 body.u(role_tag(&m.role) << 2 | flags);
-                if let Role::Other(name) = &m.role {
-                    strings.name(&mut body, Some(name));
+                if m.role == Role::Other {
+                    strings.name(&mut body, Some(m.other_role()));
                 }
                 body.u(m.tool_calls.len() as u64);
                 for call in &m.tool_calls {
@@ -1133,7 +1133,7 @@ pub(crate) fn encode_skeleton_with<'a>(
                 }
                 // The result's call id: 0 none, 1 then the id, else 2 + the index of the
                 // latest calls' id it equals.
-                match m.tool_call_id.as_deref() {
+                match m.tool_call_id() {
                     None => body.u(0),
                     Some(id) => match latest_calls
                         .iter()
@@ -1147,10 +1147,10 @@ pub(crate) fn encode_skeleton_with<'a>(
                     },
                 }
                 // Where the id lies in its line: 0 unknown, else 1 + the offset.
-                if m.tool_call_id.is_some() {
-                    body.u(m.tool_call_id_at.map_or(0, |at| u64::from(at) + 1));
+                if m.tool_call_id().is_some() {
+                    body.u(m.tool_call_id_at().map_or(0, |at| u64::from(at) + 1));
                 }
-                strings.name(&mut body, m.tool_name.as_deref());
+                strings.name(&mut body, m.tool_name());
                 if !m.tool_calls.is_empty() {
                     latest_calls = &m.tool_calls;
                 }
@@ -1161,14 +1161,10 @@ pub(crate) fn encode_skeleton_with<'a>(
                 body.u(3);
                 strings.name(&mut body, custom_type.as_deref());
             }
-            EntryKind::Custom {
-                custom_type,
-                window_id,
-                timestamp: _,
-            } => {
+            EntryKind::Custom(custom) => {
                 body.u(4);
-                strings.name(&mut body, custom_type.as_deref());
-                put_id(&mut body, window_id.as_deref());
+                strings.name(&mut body, custom.custom_type.as_deref());
+                put_id(&mut body, custom.window_id.as_deref());
             }
             EntryKind::Label => body.u(5),
             EntryKind::SessionInfo => body.u(6),
@@ -1575,6 +1571,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         let kind = match r.u()? {
             0 => {
                 let tag = r.u()?;
+                let mut other_role = None;
                 let role = match tag >> 2 {
                     0 => Role::User,
                     1 => Role::Assistant,
@@ -1584,7 +1581,10 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     5 => Role::BranchSummary,
                     6 => Role::CompactionSummary,
                     7 => Role::System,
-                    8 => Role::Other(name(&mut r)??),
+                    8 => {
+                        other_role = Some(name(&mut r)??);
+                        Role::Other
+                    }
                     _ => return None,
                 };
                 let calls = usize::try_from(r.u()?).ok()?;
@@ -1624,10 +1624,13 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     role,
                     content_is_array: tag & 1 == 1,
                     has_text: tag & 2 == 2,
-                    tool_calls,
-                    tool_call_id,
-                    tool_call_id_at,
-                    tool_name: name(&mut r)?,
+                    tool_calls: tool_calls.into_boxed_slice(),
+                    extras: MessageExtras::boxed(
+                        tool_call_id,
+                        tool_call_id_at,
+                        name(&mut r)?,
+                        other_role,
+                    ),
                 })
             }
             1 => EntryKind::Compaction,
@@ -1637,11 +1640,11 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             },
             4 => {
                 let custom_type = name(&mut r)?;
-                EntryKind::Custom {
+                EntryKind::Custom(Box::new(CustomMeta {
                     custom_type,
                     window_id: id(&mut r)?,
                     timestamp: timestamp.take(),
-                }
+                }))
             }
             5 => EntryKind::Label,
             6 => EntryKind::SessionInfo,
@@ -1840,7 +1843,7 @@ mod tests {
         let EntryKind::Message(m) = &indexed.entries[2].kind else {
             panic!("a message")
         };
-        assert_eq!(m.tool_call_id.as_deref(), Some("call-one"));
+        assert_eq!(m.tool_call_id(), Some("call-one"));
         assert_eq!(indexed.entries[4].parent_id.as_deref(), Some("a1"));
     }
 

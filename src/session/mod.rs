@@ -115,7 +115,7 @@ pub struct Header {
 }
 
 /// A message role as Pi 1.6.0 writes it (after the v2→v3 `hookMessage` → `custom` rename).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     User,
     Assistant,
@@ -125,11 +125,17 @@ pub enum Role {
     BranchSummary,
     CompactionSummary,
     System,
-    /// Any other role (or none): ignored by history.
-    Other(CompactString),
+    /// Any other role (or none): ignored by history. Its name is
+    /// [`MessageMeta::other_role`] (kept out of the role, which every message's entry
+    /// carries).
+    Other,
 }
 
 /// The light facts of a `message` entry.
+///
+/// An entry is kept for every line of a session while it is read, so its size is the cold
+/// read's memory on a session of short lines: what only some messages have (tool calls, a
+/// tool result's id and name) is behind a pointer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageMeta {
     pub role: Role,
@@ -138,16 +144,72 @@ pub struct MessageMeta {
     /// `contentText(content)` is non-empty.
     pub has_text: bool,
     /// `toolCall` blocks in content order: (`id`, `name`) when they are strings.
-    pub tool_calls: Vec<ToolCallMeta>,
-    /// toolResult: `toolCallId`.
+    pub tool_calls: Box<[ToolCallMeta]>,
+    /// A message's `toolCallId` and `toolName` (read for tool results) and the name of a
+    /// role history does not know, when it has any of them.
+    pub extras: Option<Box<MessageExtras>>,
+}
+
+/// The facts only some messages have (see [`MessageMeta::extras`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageExtras {
+    /// `toolCallId`.
     pub tool_call_id: Option<CompactString>,
     /// Where `tool_call_id`'s characters start in the line, when known: the line's bytes
     /// there are the id itself (it holds no escape) and then its closing quote, so an id can
     /// be compared with it by reading those few bytes, not the whole line
     /// ([`SessionFile::tool_result_id_is`]).
     pub tool_call_id_at: Option<u32>,
-    /// toolResult: `toolName`.
+    /// `toolName`.
     pub tool_name: Option<CompactString>,
+    /// The role's name when [`Role::Other`] (`None` for none or an empty one).
+    pub other_role: Option<CompactString>,
+}
+
+impl MessageMeta {
+    /// `toolCallId`, when a string.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.extras.as_ref()?.tool_call_id.as_deref()
+    }
+
+    /// Where the `toolCallId`'s characters start in the line, when known
+    /// ([`MessageExtras::tool_call_id_at`]).
+    pub fn tool_call_id_at(&self) -> Option<u32> {
+        self.extras.as_ref()?.tool_call_id_at
+    }
+
+    /// `toolName`, when a string.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.extras.as_ref()?.tool_name.as_deref()
+    }
+
+    /// The name of a [`Role::Other`] role (`""` for none).
+    pub fn other_role(&self) -> &str {
+        self.extras
+            .as_ref()
+            .and_then(|extras| extras.other_role.as_deref())
+            .unwrap_or_default()
+    }
+}
+
+impl MessageExtras {
+    /// The boxed facts, `None` when the message has none of them.
+    pub fn boxed(
+        tool_call_id: Option<CompactString>,
+        tool_call_id_at: Option<u32>,
+        tool_name: Option<CompactString>,
+        other_role: Option<CompactString>,
+    ) -> Option<Box<MessageExtras>> {
+        let other_role = other_role.filter(|name| !name.is_empty());
+        (tool_call_id.is_some() || tool_name.is_some() || other_role.is_some()).then(|| {
+            Box::new(MessageExtras {
+                tool_call_id,
+                tool_call_id_at,
+                tool_name,
+                other_role,
+            })
+        })
+    }
 }
 
 /// One `toolCall` block of an assistant message.
@@ -166,14 +228,8 @@ pub enum EntryKind {
     CustomMessage {
         custom_type: Option<CompactString>,
     },
-    /// Extension state; `window_id` is `data.windowId` when that is a string; `timestamp`
-    /// the entry's ISO timestamp when a string (a reset marker's window opens at it; kept
-    /// here, not in every entry, since no other entry's is read).
-    Custom {
-        custom_type: Option<CompactString>,
-        window_id: Option<CompactString>,
-        timestamp: Option<String>,
-    },
+    /// Extension state (boxed: few entries are, and its facts are three strings).
+    Custom(Box<CustomMeta>),
     Label,
     SessionInfo,
     ModelChange,
@@ -182,6 +238,16 @@ pub enum EntryKind {
     ContextEdit,
     /// Any other `type` (or none).
     Other(Option<CompactString>),
+}
+
+/// The facts of a `custom` entry: `window_id` is `data.windowId` when that is a string;
+/// `timestamp` the entry's ISO timestamp when a string (a reset marker's window opens at it;
+/// kept here, not in every entry, since no other entry's is read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomMeta {
+    pub custom_type: Option<CompactString>,
+    pub window_id: Option<CompactString>,
+    pub timestamp: Option<String>,
 }
 
 /// One entry line, decoded lightly.
@@ -208,7 +274,7 @@ impl Entry {
     /// reset marker's is read).
     pub fn timestamp(&self) -> Option<&str> {
         match &self.kind {
-            EntryKind::Custom { timestamp, .. } => timestamp.as_deref(),
+            EntryKind::Custom(custom) => custom.timestamp.as_deref(),
             _ => None,
         }
     }
@@ -354,9 +420,20 @@ impl Session {
             // v2 → v3: the `hookMessage` role was renamed `custom` (chunks decode as v3).
             for entry in entries.iter_mut() {
                 if let EntryKind::Message(message) = &mut entry.kind
-                    && matches!(&message.role, Role::Other(role) if role == "hookMessage")
+                    && message.role == Role::Other
+                    && message.other_role() == "hookMessage"
                 {
                     message.role = Role::Custom;
+                    let extras = message.extras.take().map(|extras| {
+                        let MessageExtras {
+                            tool_call_id,
+                            tool_call_id_at,
+                            tool_name,
+                            other_role: _,
+                        } = *extras;
+                        MessageExtras::boxed(tool_call_id, tool_call_id_at, tool_name, None)
+                    });
+                    message.extras = extras.flatten();
                 }
             }
         }
@@ -668,7 +745,9 @@ impl SessionFile {
         let body = self.raw_at(offset, len).ok()?;
         with_raw_entry(&body, |raw, _| {
             match entry_from_raw(raw, 0, offset, len, 3).kind {
-                EntryKind::Message(m) if m.role == Role::ToolResult => m.tool_call_id,
+                EntryKind::Message(m) if m.role == Role::ToolResult => {
+                    m.extras.and_then(|extras| extras.tool_call_id)
+                }
                 _ => None,
             }
         })
@@ -1220,6 +1299,7 @@ fn entry_from_raw(
     let kind = match raw.kind.as_deref() {
         Some("message") => {
             let message = raw.message.take().unwrap_or_default();
+            let mut other_role = None;
             let role = match message.role.as_deref() {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
@@ -1230,7 +1310,10 @@ fn entry_from_raw(
                 Some("branchSummary") => Role::BranchSummary,
                 Some("compactionSummary") => Role::CompactionSummary,
                 Some("system") => Role::System,
-                other => Role::Other(other.unwrap_or_default().into()),
+                other => {
+                    other_role = other.map(CompactString::from);
+                    Role::Other
+                }
             };
             EntryKind::Message(MessageMeta {
                 role,
@@ -1242,9 +1325,12 @@ fn entry_from_raw(
                     .into_iter()
                     .map(|(id, name)| ToolCallMeta { id, name })
                     .collect(),
-                tool_call_id: message.tool_call_id,
-                tool_call_id_at: message.tool_call_id_at,
-                tool_name: message.tool_name,
+                extras: MessageExtras::boxed(
+                    message.tool_call_id,
+                    message.tool_call_id_at,
+                    message.tool_name,
+                    other_role,
+                ),
             })
         }
         Some("compaction") => EntryKind::Compaction,
@@ -1254,11 +1340,11 @@ fn entry_from_raw(
         },
         // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
         // it): the others are not kept (memory of a large session; index size).
-        Some("custom") => EntryKind::Custom {
+        Some("custom") => EntryKind::Custom(Box::new(CustomMeta {
             custom_type: raw.custom_type.take(),
             window_id: raw.data_window_id.take(),
             timestamp: raw.timestamp.take().map(Cow::into_owned),
-        },
+        })),
         Some("label") => EntryKind::Label,
         Some("session_info") => EntryKind::SessionInfo,
         Some("model_change") => EntryKind::ModelChange,
@@ -1337,6 +1423,19 @@ mod tests {
 
     const HEADER: &str = r#"{"type":"session","version":3,"id":"sess-1","timestamp":"t"}"#;
 
+    /// A cold read keeps an entry per line (225 k of them for 100 MiB of 465-byte lines), so
+    /// what only some messages carry stays behind a pointer.
+    #[test]
+    fn an_entry_stays_small() {
+        use std::mem::size_of;
+        let sizes = (
+            size_of::<Role>(),
+            size_of::<EntryKind>(),
+            size_of::<Entry>(),
+        );
+        assert!(sizes.0 <= 1 && sizes.1 <= 32 && sizes.2 <= 112, "{sizes:?}");
+    }
+
     #[test]
     fn a_result_id_is_compared_where_it_lies_without_reading_its_line() {
         let result = r#"{"type":"message","id":"r","parentId":null,"message":{"role":"toolResult","toolCallId":"call-7","toolName":"read","content":[{"type":"text","text":"a long output"}]}}"#;
@@ -1348,7 +1447,7 @@ mod tests {
             panic!("a message: {entry:?}");
         };
         let at = m
-            .tool_call_id_at
+            .tool_call_id_at()
             .expect("the light decode knows where the id lies");
         assert_eq!(&result[at as usize..][..7], "call-7\"");
         let (session_file, _) = session.into_file_and_skeleton();
@@ -1414,15 +1513,21 @@ mod tests {
             "{\"type\":\"session\",\"id\":\"old\"}\n",
             "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"a\"}}\n",
             "{\"type\":\"message\",\"message\":{\"role\":\"hookMessage\",\"content\":\"b\"}}\n",
+            "{\"type\":\"message\",\"message\":{\"role\":\"weird\",\"content\":\"c\"}}\n",
         );
         let (_f, session) = session_from(text);
         let session = session.unwrap();
         assert_eq!(session.header.version, 1);
         assert_eq!(session.entries[1].parent_id.as_deref(), Some("L2"));
         assert_eq!(session.active_branch(Some(1)), vec![0, 1]);
+        // The renamed role keeps no name of its own; an unknown one keeps its name.
         assert!(matches!(
             &session.entries[1].kind,
-            EntryKind::Message(m) if m.role == Role::Custom
+            EntryKind::Message(m) if m.role == Role::Custom && m.extras.is_none()
+        ));
+        assert!(matches!(
+            &session.entries[2].kind,
+            EntryKind::Message(m) if m.role == Role::Other && m.other_role() == "weird"
         ));
         assert_eq!(session.load(1).unwrap()["message"]["role"], "custom");
     }
