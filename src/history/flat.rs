@@ -16,8 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::borrow::Cow;
 
 use super::projection::{
-    Built, Bytes, Event, EventRole, Line, NO_TOOL, Projection, Record, Shown, Source, Store,
-    ToolNames, Window, marker_window, seq_count, shown,
+    Built, Bytes, Event, EventRole, Line, LineRuns, NO_TOOL, Projection, Record, Shown, Source,
+    Store, ToolNames, Window, marker_window, seq_count, shown,
 };
 
 use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
@@ -482,8 +482,10 @@ pub fn decode_with(
         .chain(more[more_paired_at..].chunks_exact(8));
     // Every record must read back and refer to what exists, in ascending order.
     let mut previous = 0u64;
+    let mut runs = LineRuns::default();
     for b in raw_events {
         let e = event_of(b)?;
+        runs.see(e.source);
         let line_ok = |i: usize| i < total_lines;
         let lines_ok = match e.source {
             Source::Call { entry, result, .. } => line_ok(entry) && result.is_none_or(line_ok),
@@ -531,6 +533,7 @@ pub fn decode_with(
         tool_names,
         flat: buf,
         more,
+        line_runs: runs.hold().into(),
     })
 }
 

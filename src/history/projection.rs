@@ -188,6 +188,51 @@ pub struct Projection {
     pub(super) flat: Bytes,
     /// Records appended to the flat encoding's arrays (a delta since it was stored).
     pub(super) more: Vec<u8>,
+    /// Whether each line is named by one run of events ([`LineRuns`]); found while a stored
+    /// projection's events are checked, else on first use.
+    pub(super) line_runs: std::sync::OnceLock<bool>,
+}
+
+/// Checks, over the events in order, that each session line is named by one run of
+/// consecutive events: an event names its entry line (the events of one entry form a run) and
+/// a call its result line, and every run's entry line and every result line is greater than
+/// each line named before. The builder numbers lines in the order events first name them, so
+/// this holds for every branch seen; it is checked rather than assumed because
+/// [`Projection::events_naming`] finds a line's events by binary search on it.
+#[derive(Default)]
+pub(super) struct LineRuns {
+    run_entry: Option<usize>,
+    highest: Option<usize>,
+    broken: bool,
+}
+
+impl LineRuns {
+    pub(super) fn see(&mut self, source: Source) {
+        let mut new_line = |line: usize, highest: &mut Option<usize>| {
+            if highest.is_some_and(|h| line <= h) {
+                self.broken = true;
+            }
+            *highest = Some(highest.map_or(line, |h| h.max(line)));
+        };
+        let mut highest = self.highest;
+        let entry = source.entry();
+        if self.run_entry != Some(entry) {
+            new_line(entry, &mut highest);
+            self.run_entry = Some(entry);
+        }
+        if let Source::Call {
+            result: Some(result),
+            ..
+        } = source
+        {
+            new_line(result, &mut highest);
+        }
+        self.highest = highest;
+    }
+
+    pub(super) fn hold(&self) -> bool {
+        !self.broken
+    }
 }
 
 /// The bytes of a flat encoding: owned, or mapped from the index file where the page cache
@@ -630,6 +675,7 @@ impl Projection {
             tool_names: tools.into_names(),
             flat: Bytes::Owned(Vec::new()),
             more: Vec::new(),
+            line_runs: std::sync::OnceLock::new(),
         };
         Built {
             projection,
@@ -653,6 +699,54 @@ impl Projection {
     /// Every event, ascending by seq.
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         (0..self.events.len()).map(|i| self.event(i))
+    }
+
+    /// Whether each line is named by one run of events ([`LineRuns`]).
+    pub fn lines_in_runs(&self) -> bool {
+        *self.line_runs.get_or_init(|| {
+            let mut runs = LineRuns::default();
+            self.events().for_each(|e| runs.see(e.source));
+            runs.hold()
+        })
+    }
+
+    /// Add to `out` the index of every event naming session line `line` (its entry line, or a
+    /// call's result line), found by binary search. Only when [`Projection::lines_in_runs`].
+    pub fn events_naming(&self, line: usize, out: &mut Vec<usize>) {
+        let n = self.event_count();
+        let entry = |k: usize| self.event(k).source.entry();
+        // The first event whose entry line is `line` or after it.
+        let (mut lo, mut hi) = (0, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if entry(mid) < line {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let first = lo;
+        let mut k = first;
+        while k < n && entry(k) == line {
+            out.push(k);
+            k += 1;
+        }
+        // A result line is named by a call of the run just before it.
+        if let Some(before) = first.checked_sub(1) {
+            let run = entry(before);
+            let mut k = first;
+            while k > 0 && entry(k - 1) == run {
+                k -= 1;
+                if let Source::Call {
+                    result: Some(result),
+                    ..
+                } = self.event(k).source
+                    && result == line
+                {
+                    out.push(k);
+                }
+            }
+        }
     }
 
     /// The `i`-th session line of `Source` indexes.

@@ -471,6 +471,44 @@ fn query() -> impl Strategy<Value = String> {
     .prop_filter("queries are non-empty", |q| !q.is_empty())
 }
 
+/// The events naming each line, found by binary search, are those naming it found by reading
+/// every event (a call names its entry line and its result's).
+fn check_events_naming(projection: &super::projection::Projection) -> Result<(), TestCaseError> {
+    use super::projection::Source;
+    prop_assert!(projection.lines_in_runs());
+    for line in 0..projection.line_count() {
+        let mut found = Vec::new();
+        projection.events_naming(line, &mut found);
+        found.sort_unstable();
+        let expected: Vec<usize> = projection
+            .events()
+            .enumerate()
+            .filter(|(_, e)| {
+                e.source.entry() == line
+                    || matches!(e.source, Source::Call { result: Some(r), .. } if r == line)
+            })
+            .map(|(k, _)| k)
+            .collect();
+        prop_assert_eq!(found, expected, "line {}", line);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_events_naming_a_line_are_found_by_binary_search(
+        spec in session(),
+        raw in prop::collection::vec(raw_kind(), 1..14),
+    ) {
+        let (file, _) = write(&spec);
+        check_events_naming(&open(file.path(), None).unwrap().projection)?;
+        let file = write_raw(&raw);
+        check_events_naming(&open(file.path(), None).unwrap().projection)?;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 

@@ -104,6 +104,11 @@ pub struct LineMasks {
 }
 
 impl LineMasks {
+    /// The lines with a hit, ascending (a line holding an escape has every bit without one).
+    pub fn hit_lines(&self) -> impl Iterator<Item = usize> + '_ {
+        self.hits.iter().map(|&(line, _)| line)
+    }
+
     /// The mask of line `line` of `projection`.
     pub fn get(&self, projection: &Projection, line: usize) -> u64 {
         if line >= projection.line_count() || projection.line(line).escapes {
