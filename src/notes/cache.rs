@@ -176,7 +176,7 @@ fn exact_json(value: &Value) -> bool {
 /// demand, field by field) or an entry learned during this command.
 #[derive(Debug, Clone, Copy)]
 pub enum EntryRef<'a> {
-    /// The body of a record of the loaded cache file (see [`encode`]).
+    /// The body of a record of the loaded cache file (see [`encode_items`]).
     Raw(&'a [u8]),
     Owned(&'a Entry),
 }

@@ -1,7 +1,7 @@
 //! The fast light decode of one session line: a hand-written, allocation-light JSON scanner
 //! that validates the whole line under the rule of the full decode and extracts the same
 //! fields as [`super::skeleton::decode`], for the common line. It hands a line back
-//! ([`Light::Unsure`]) whenever it is not certain — an escape inside a key or inside a value
+//! ([`Decided::Unsure`]) whenever it is not certain — an escape inside a key or inside a value
 //! it extracts, a number that may be out of `f64` range, a `version` that is not a small
 //! non-negative integer — and the caller then decodes it the slow way. Whether a line is
 //! malformed is decided here exactly as by [`super::parse_value`] (serde_json's full decode,
