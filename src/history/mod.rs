@@ -571,9 +571,7 @@ impl Masks {
                 }
             }
             Masks::Scanned(masks) => {
-                // The lines with a hit and those holding an escape (every bit).
-                let escapes = (0..all).filter(|&line| projection.line(line).escapes);
-                for line in masks.hit_lines().chain(escapes) {
+                for line in masks.lines_with_bits(projection) {
                     if !add(line) {
                         return None;
                     }

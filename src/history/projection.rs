@@ -208,26 +208,26 @@ pub(super) struct LineRuns {
 
 impl LineRuns {
     pub(super) fn see(&mut self, source: Source) {
-        let mut new_line = |line: usize, highest: &mut Option<usize>| {
-            if highest.is_some_and(|h| line <= h) {
-                self.broken = true;
-            }
-            *highest = Some(highest.map_or(line, |h| h.max(line)));
-        };
-        let mut highest = self.highest;
         let entry = source.entry();
         if self.run_entry != Some(entry) {
-            new_line(entry, &mut highest);
             self.run_entry = Some(entry);
+            self.new_line(entry);
         }
         if let Source::Call {
             result: Some(result),
             ..
         } = source
         {
-            new_line(result, &mut highest);
+            self.new_line(result);
         }
-        self.highest = highest;
+    }
+
+    /// A line named for the first time: it must be past every line named before.
+    fn new_line(&mut self, line: usize) {
+        if self.highest.is_some_and(|highest| line <= highest) {
+            self.broken = true;
+        }
+        self.highest = Some(self.highest.map_or(line, |highest| highest.max(line)));
     }
 
     pub(super) fn hold(&self) -> bool {
@@ -716,16 +716,7 @@ impl Projection {
         let n = self.event_count();
         let entry = |k: usize| self.event(k).source.entry();
         // The first event whose entry line is `line` or after it.
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if entry(mid) < line {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let first = lo;
+        let first = self.first_event_not(|e| e.source.entry() < line);
         let mut k = first;
         while k < n && entry(k) == line {
             out.push(k);
@@ -766,16 +757,23 @@ impl Projection {
 
     /// The index of the event at `seq` in [`Projection::event`] order.
     fn event_index(&self, seq: u64) -> Option<usize> {
+        let i = self.first_event_not(|e| e.seq < seq);
+        (i < self.events.len() && self.event(i).seq == seq).then_some(i)
+    }
+
+    /// The index of the first event for which `before` is false, by binary search: `before`
+    /// must hold for a prefix of the events and for none after it.
+    fn first_event_not(&self, before: impl Fn(&Event) -> bool) -> usize {
         let (mut lo, mut hi) = (0, self.events.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.event(mid).seq.cmp(&seq) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(mid),
+            if before(&self.event(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
         }
-        None
+        lo
     }
 
     /// The event at `seq`, if there is one on the branch.

@@ -104,9 +104,14 @@ pub struct LineMasks {
 }
 
 impl LineMasks {
-    /// The lines with a hit, ascending (a line holding an escape has every bit without one).
-    pub fn hit_lines(&self) -> impl Iterator<Item = usize> + '_ {
-        self.hits.iter().map(|&(line, _)| line)
+    /// The lines of `projection` whose mask ([`LineMasks::get`]) is not 0: those with a hit,
+    /// ascending, then those holding an escape, ascending (a line may be in both).
+    pub fn lines_with_bits<'a>(
+        &'a self,
+        projection: &'a Projection,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let escapes = (0..projection.line_count()).filter(|&line| projection.line(line).escapes);
+        self.hits.iter().map(|&(line, _)| line).chain(escapes)
     }
 
     /// The mask of line `line` of `projection`.

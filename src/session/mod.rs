@@ -424,16 +424,15 @@ impl Session {
                     && message.other_role() == "hookMessage"
                 {
                     message.role = Role::Custom;
-                    let extras = message.extras.take().map(|extras| {
-                        let MessageExtras {
-                            tool_call_id,
-                            tool_call_id_at,
-                            tool_name,
-                            other_role: _,
-                        } = *extras;
-                        MessageExtras::boxed(tool_call_id, tool_call_id_at, tool_name, None)
+                    // The name goes with the unknown role (its box too, when nothing is left).
+                    message.extras = message.extras.take().and_then(|extras| {
+                        MessageExtras::boxed(
+                            extras.tool_call_id,
+                            extras.tool_call_id_at,
+                            extras.tool_name,
+                            None,
+                        )
                     });
-                    message.extras = extras.flatten();
                 }
             }
         }
