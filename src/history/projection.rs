@@ -207,6 +207,8 @@ pub(super) struct LineRuns {
 }
 
 impl LineRuns {
+    // Called for every event each time a stored projection is read: kept inline there.
+    #[inline]
     pub(super) fn see(&mut self, source: Source) {
         let entry = source.entry();
         if self.run_entry != Some(entry) {
@@ -223,6 +225,7 @@ impl LineRuns {
     }
 
     /// A line named for the first time: it must be past every line named before.
+    #[inline]
     fn new_line(&mut self, line: usize) {
         if self.highest.is_some_and(|highest| line <= highest) {
             self.broken = true;
