@@ -339,6 +339,24 @@ impl<T: Record> Records<T> {
     }
 }
 
+/// [`Store::iter`].
+pub(super) enum StoreIter<'b, T> {
+    Owned(std::slice::Iter<'b, T>),
+    Bytes(std::iter::Chain<std::slice::ChunksExact<'b, u8>, std::slice::ChunksExact<'b, u8>>),
+}
+
+impl<T: Record> Iterator for StoreIter<'_, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match self {
+            StoreIter::Owned(it) => it.next().copied(),
+            StoreIter::Bytes(it) => it.next().map(T::read),
+        }
+    }
+}
+
 impl<T: Record> Store<T> {
     pub(super) fn len(&self) -> usize {
         match self {
@@ -346,6 +364,29 @@ impl<T: Record> Store<T> {
             Store::Packed(v) => v.len() / T::BYTES,
             Store::Flat { len, more_len, .. } => len + more_len,
         }
+    }
+
+    /// Every record in order: one pass over the bytes, without [`Store::get`]'s choice of
+    /// part for each.
+    pub(super) fn iter<'b>(&'b self, flat: &'b [u8], more: &'b [u8]) -> StoreIter<'b, T> {
+        let (first, second): (&[u8], &[u8]) = match self {
+            Store::Owned(v) => return StoreIter::Owned(v.iter()),
+            Store::Packed(v) => (v, &[]),
+            Store::Flat {
+                at,
+                len,
+                more_at,
+                more_len,
+            } => (
+                &flat[*at..at + len * T::BYTES],
+                &more[*more_at..more_at + more_len * T::BYTES],
+            ),
+        };
+        StoreIter::Bytes(
+            first
+                .chunks_exact(T::BYTES)
+                .chain(second.chunks_exact(T::BYTES)),
+        )
     }
 
     pub(super) fn get(&self, flat: &[u8], more: &[u8], i: usize) -> T {
@@ -746,6 +787,11 @@ impl Projection {
     /// The `i`-th session line of `Source` indexes.
     pub fn line(&self, i: usize) -> Line {
         self.lines.get(&self.flat, &self.more, i)
+    }
+
+    /// Every line of [`Projection::line`], in order (one pass over the records).
+    pub fn lines(&self) -> impl Iterator<Item = Line> + '_ {
+        self.lines.iter(&self.flat, &self.more)
     }
 
     /// How many session lines events are built from.

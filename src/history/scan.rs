@@ -42,19 +42,16 @@ enum Table<'a> {
 
 impl Table<'_> {
     fn new(projection: &Projection) -> Table<'_> {
-        let n = projection.line_count();
-        let starts = |i: usize| projection.line(i).offset;
-        if (1..n).all(|i| starts(i - 1) <= starts(i)) {
+        if projection.lines().map(|l| l.offset).is_sorted() {
             return Table::Lines(projection);
         }
-        let mut spans: Vec<Span> = (0..n)
-            .map(|line| {
-                let l = projection.line(line);
-                Span {
-                    start: l.offset,
-                    end: l.offset + l.len,
-                    line,
-                }
+        let mut spans: Vec<Span> = projection
+            .lines()
+            .enumerate()
+            .map(|(line, l)| Span {
+                start: l.offset,
+                end: l.offset + l.len,
+                line,
             })
             .collect();
         spans.sort_unstable_by_key(|s| s.start);
@@ -557,7 +554,8 @@ pub(crate) fn line_masks_memo_in_blocks(
     };
     let table = Table::new(projection);
     let n = table.len();
-    let end = (0..n).map(|i| table.span(i).end).max();
+    // Event lines are distinct lines of the file: the one starting last ends last.
+    let end = n.checked_sub(1).map(|last| table.span(last).end);
     let mut newline = [0u8; 1];
     let (Some(memo), Some(end)) = (memo, end) else {
         return line_masks_in_blocks(file, projection, prefilter, block);
