@@ -988,4 +988,59 @@ mod tests {
             assert_eq!(projection.paired_call(4), Some(call), "{lines:?}");
         }
     }
+
+    /// A cold read builds the projection from the chain the entries form while it looks for
+    /// ids that name two entries; when one does, the branch is walked instead, as for an
+    /// explicit leaf.
+    #[test]
+    fn a_chain_with_a_repeated_id_is_walked_not_taken_whole() {
+        use crate::session::IndexMode;
+        let user = |id: &str, parent: Option<&str>, text: &str| {
+            let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"{text}"}}}}"#
+            )
+        };
+        // Each entry names the one before it as its parent. With `x` twice, the last entry's
+        // parent is the later `x`, whose walk goes back to `y` and stops at the later `x`
+        // again: the first entry is not on the branch.
+        let repeated = [
+            user("x", None, "zero"),
+            user("y", Some("x"), "one"),
+            user("x", Some("y"), "two"),
+            user("z", Some("x"), "three"),
+        ];
+        let distinct = [
+            user("w", None, "zero"),
+            user("y", Some("w"), "one"),
+            user("x", Some("y"), "two"),
+            user("z", Some("x"), "three"),
+        ];
+        let cache = tempfile::tempdir().unwrap();
+        let modes = [
+            IndexMode::Off,
+            IndexMode::In {
+                dir: cache.path(),
+                now: std::time::SystemTime::UNIX_EPOCH,
+            },
+        ];
+        for (entries, on_branch) in [(&repeated, 3), (&distinct, 4)] {
+            let mut file = tempfile::NamedTempFile::new().unwrap();
+            writeln!(file, "{HEADER}").unwrap();
+            for line in entries {
+                writeln!(file, "{line}").unwrap();
+            }
+            for mode in &modes {
+                let open = |leaf| crate::history::open_with(file.path(), leaf, mode).unwrap();
+                let by_default = open(None).projection;
+                let by_leaf = open(Some("z")).projection;
+                assert_eq!(by_default.event_count(), on_branch, "{entries:?}");
+                assert_eq!(events_of(&by_default), events_of(&by_leaf), "{entries:?}");
+                let texts = |p: &Projection| -> Vec<usize> {
+                    p.lines().map(|l| l.offset as usize).collect()
+                };
+                assert_eq!(texts(&by_default), texts(&by_leaf), "{entries:?}");
+            }
+        }
+    }
 }

@@ -1499,6 +1499,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
             skipped: head.skipped,
             lines,
             skeleton: None,
+            continues: None,
         },
         head,
         indexed_len,

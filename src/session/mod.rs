@@ -40,6 +40,7 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use std::hash::BuildHasher;
 
@@ -290,16 +291,50 @@ pub struct Session {
     pub entries: Entries,
     /// Non-blank lines that were not one JSON object (including a torn last line).
     pub skipped_lines: u64,
-    /// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only
-    /// indexes (hashing and comparing `entries[i].id`), so no id is copied.
+    /// The id index, built on first use ([`Session::ids_are_unique`] lets another thread
+    /// build it while this one works from [`Session::chain_branch`]).
+    ids: OnceLock<Ids>,
+    /// A bit per entry: its parent id is the id of the entry before it in the file (found
+    /// when the session is assembled, so the branch walk reads these bits, not the entries).
+    continues: Vec<u64>,
+    file: File,
+}
+
+/// Entry index by id; a later duplicate wins, as in Pi's index. The table holds only indexes
+/// (hashing and comparing `entries[i].id`), so no id is copied.
+#[derive(Debug)]
+struct Ids {
     by_id: HashTable<usize>,
     /// No id names two entries (then the entry before one whose id is a parent is that
     /// parent, without a lookup).
-    unique_ids: bool,
-    /// A bit per entry: its parent id is the id of the entry before it in the file (found
-    /// while the id index is built, so the branch walk reads these bits, not the entries).
-    continues: Vec<u64>,
-    file: File,
+    unique: bool,
+}
+
+impl Ids {
+    fn of(entries: &Entries) -> Ids {
+        let mut by_id = HashTable::with_capacity(entries.len());
+        let mut unique = true;
+        for (index, entry) in entries.iter().enumerate() {
+            let Some(id) = entry.id.as_deref() else {
+                continue;
+            };
+            // One probe for both the lookup and the insert.
+            match by_id.entry(
+                id_hash(id),
+                |&i: &usize| entries[i].id.as_deref() == Some(id),
+                |&i: &usize| id_hash(entries[i].id.as_deref().unwrap_or_default()),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut slot) => {
+                    *slot.get_mut() = index;
+                    unique = false;
+                }
+                hashbrown::hash_table::Entry::Vacant(slot) => {
+                    slot.insert(index);
+                }
+            }
+        }
+        Ids { by_id, unique }
+    }
 }
 
 impl Session {
@@ -377,7 +412,14 @@ impl Session {
         let header = decoded.header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
         })?;
-        let session = Session::assemble(path, file, header, decoded.entries, decoded.skipped);
+        let session = Session::assemble(
+            path,
+            file,
+            header,
+            decoded.entries,
+            decoded.skipped,
+            decoded.continues,
+        );
         if line_test.is_none() {
             flags.clear();
         }
@@ -392,8 +434,7 @@ impl Session {
             header,
             entries,
             skipped_lines,
-            by_id,
-            unique_ids: _,
+            ids,
             continues: _,
             file,
         } = self;
@@ -404,7 +445,7 @@ impl Session {
                 header,
                 skipped_lines,
             },
-            (entries, by_id),
+            (entries, ids),
         )
     }
 
@@ -415,6 +456,7 @@ impl Session {
         header: Header,
         mut entries: Entries,
         skipped: u64,
+        continues: Option<Vec<u64>>,
     ) -> Session {
         if header.version < 3 {
             // v2 → v3: the `hookMessage` role was renamed `custom` (chunks decode as v3).
@@ -445,47 +487,61 @@ impl Session {
                 entry.id = Some(id);
             }
         }
-        let mut by_id = HashTable::with_capacity(entries.len());
-        let mut unique_ids = true;
-        let mut continues = vec![0u64; entries.len().div_ceil(64)];
-        let mut id_before: Option<&str> = None;
-        for (index, entry) in entries.iter().enumerate() {
-            if entry.parent_id.is_some() && entry.parent_id.as_deref() == id_before {
-                continues[index / 64] |= 1 << (index % 64);
-            }
-            id_before = entry.id.as_deref();
-            if let Some(id) = entry.id.as_deref() {
-                let hash = id_hash(id);
-                match by_id.find_mut(hash, |&i: &usize| entries[i].id.as_deref() == Some(id)) {
-                    Some(slot) => {
-                        *slot = index;
-                        unique_ids = false;
-                    }
-                    None => {
-                        by_id.insert_unique(hash, index, |&i: &usize| {
-                            id_hash(entries[i].id.as_deref().unwrap_or_default())
-                        });
-                    }
-                }
-            }
-        }
+        // The decode threads' bits hold for the file's own ids (v1 ids are made up above).
+        let continues = match continues {
+            Some(bits) if header.version >= 2 => bits,
+            _ => continues_of(&entries),
+        };
         Session {
             path: path.to_path_buf(),
             header,
             entries,
             skipped_lines: skipped,
-            by_id,
-            unique_ids,
+            ids: OnceLock::new(),
             continues,
             file,
         }
     }
 
+    fn ids(&self) -> &Ids {
+        self.ids.get_or_init(|| Ids::of(&self.entries))
+    }
+
+    /// No id names two entries (builds the id index, if not built yet).
+    pub fn ids_are_unique(&self) -> bool {
+        self.ids().unique
+    }
+
     /// The entry index of an id (the later of duplicates).
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id
+        self.ids()
+            .by_id
             .find(id_hash(id), |&i| self.entries[i].id.as_deref() == Some(id))
             .copied()
+    }
+
+    /// The branch [`Session::active_branch`] gives for `leaf` *if* [`Session::ids_are_unique`],
+    /// found without the id index: every entry from the first to `leaf`, when each continues
+    /// the one before it in the file and the first has no parent. `None` otherwise (the branch
+    /// must then be walked).
+    pub fn chain_branch(&self, leaf: usize) -> Option<Vec<usize>> {
+        let first_is_root = self.entries.get(0)?.parent_id.is_none();
+        // Bits 1..=leaf of `continues`, a word at a time (bit 0, the first entry, is never
+        // set: it has no entry before it).
+        let last = leaf / 64;
+        let chained = (0..=last).all(|w| {
+            let mut want = u64::MAX;
+            if w == 0 {
+                want &= !1;
+            }
+            if w == last {
+                want &= u64::MAX >> (63 - leaf % 64);
+            }
+            self.continues
+                .get(w)
+                .is_some_and(|&word| word & want == want)
+        });
+        (first_is_root && leaf < self.entries.len() && chained).then(|| (0..=leaf).collect())
     }
 
     /// The leaf: the entry named `explicit`, else the last entry in file order (`None` when the
@@ -515,14 +571,15 @@ impl Session {
             seen[index] = true;
             path.push(index);
             // Most entries continue the one before them in the file.
-            current = if self.unique_ids && self.continues[index / 64] >> (index % 64) & 1 == 1 {
-                Some(index - 1)
-            } else {
-                self.entries[index]
-                    .parent_id
-                    .as_deref()
-                    .and_then(|parent| self.index_of(parent))
-            };
+            current =
+                if self.ids_are_unique() && self.continues[index / 64] >> (index % 64) & 1 == 1 {
+                    Some(index - 1)
+                } else {
+                    self.entries[index]
+                        .parent_id
+                        .as_deref()
+                        .and_then(|parent| self.index_of(parent))
+                };
         }
         path.reverse();
         path
@@ -885,6 +942,10 @@ pub(crate) struct Decoded {
     /// When asked for ([`Decoded::encoding`]): the index's skeleton chunks of `entries`,
     /// encoded by the decode threads as they go (one chunk per thread).
     pub skeleton: Option<Vec<Vec<u8>>>,
+    /// When every entry was decoded from the file here (none read from the index): a bit
+    /// per entry, set when its parent is the entry before it ([`Session`]'s `continues`),
+    /// found by the decode threads while the entries are in their caches.
+    pub continues: Option<Vec<u64>>,
 }
 
 impl Decoded {
@@ -975,8 +1036,25 @@ pub(crate) fn decode_range(
                 _ => {}
             }
         }
-        for entry in &mut chunk.entries {
-            entry.line_no += so_far.lines;
+        if so_far.lines > 0 {
+            for entry in &mut chunk.entries {
+                entry.line_no += so_far.lines;
+            }
+        }
+        if so_far.entries.is_empty() && so_far.continues.is_none() {
+            so_far.continues = Some(Vec::new());
+        }
+        if let Some(bits) = &mut so_far.continues {
+            let first_continues = match (so_far.entries.last(), chunk.entries.first()) {
+                (Some(before), Some(first)) => {
+                    first.parent_id.is_some() && first.parent_id == before.id
+                }
+                _ => false,
+            };
+            if first_continues {
+                chunk.continues[0] |= 1;
+            }
+            append_bits(bits, so_far.entries.len(), &chunk.continues);
         }
         if let (Some(back), Some(part)) = (&mut so_far.skeleton, chunk.skeleton.take())
             && !part.is_empty()
@@ -994,6 +1072,31 @@ pub(crate) fn decode_range(
         }
     }
     Ok(so_far)
+}
+
+/// A bit per entry, set when its parent is the entry before it ([`Session`]'s `continues`).
+fn continues_of(entries: &Entries) -> Vec<u64> {
+    let mut continues = vec![0u64; entries.len().div_ceil(64)];
+    let mut id_before: Option<&str> = None;
+    for (index, entry) in entries.iter().enumerate() {
+        if entry.parent_id.is_some() && entry.parent_id.as_deref() == id_before {
+            continues[index / 64] |= 1 << (index % 64);
+        }
+        id_before = entry.id.as_deref();
+    }
+    continues
+}
+
+/// Put the bits of `more` after the first `len` bits of `bits` (bits past `len` are 0).
+fn append_bits(bits: &mut Vec<u64>, len: usize, more: &[u64]) {
+    let (base, shift) = (len / 64, len % 64);
+    bits.resize(base + more.len() + 1, 0);
+    for (k, &word) in more.iter().enumerate() {
+        bits[base + k] |= word << shift;
+        if shift > 0 {
+            bits[base + k + 1] |= word >> (64 - shift);
+        }
+    }
 }
 
 /// Files at least this large per extra thread are decoded in parallel chunks.
@@ -1021,6 +1124,9 @@ struct Chunk {
     line_count: u64,
     /// The skeleton of `entries` (line numbers from the chunk's first line), when asked for.
     skeleton: Option<index::Framed>,
+    /// A bit per entry: its parent is the entry before it in the chunk (the first entry's
+    /// bit is left for [`decode_range`], which knows the entry before the chunk).
+    continues: Vec<u64>,
 }
 
 /// Up to `chunks + 1` file offsets: `from`, the starts of lines near each
@@ -1132,6 +1238,7 @@ fn decode_chunk(
         malformed: 0,
         line_count: 0,
         skeleton: None,
+        continues: Vec::with_capacity(expected(to - from).div_ceil(64)),
     };
     while let Some((offset, body)) = reader.next_line()? {
         chunk.line_count += 1;
@@ -1157,6 +1264,16 @@ fn decode_chunk(
                 chunk.flags.push(line_test(body, escapes));
                 let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
                 entry.escapes = escapes;
+                let at = chunk.entries.len();
+                if at.is_multiple_of(64) {
+                    chunk.continues.push(0);
+                }
+                if let Some(before) = chunk.entries.last()
+                    && entry.parent_id.is_some()
+                    && entry.parent_id == before.id
+                {
+                    chunk.continues[at / 64] |= 1 << (at % 64);
+                }
                 chunk.entries.push(entry);
             }
         };
@@ -1594,6 +1711,33 @@ mod tests {
     }
 
     #[test]
+    fn bits_appended_at_any_offset_keep_their_places() {
+        let bit = |bits: &[u64], i: usize| bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1);
+        for len in [0usize, 1, 63, 64, 65, 130] {
+            for more_len in [1usize, 5, 64, 70, 200] {
+                // Every third bit of the first `len`, every second of the rest.
+                let mut bits = vec![0u64; len.div_ceil(64)];
+                (0..len)
+                    .filter(|i| i % 3 == 0)
+                    .for_each(|i| bits[i / 64] |= 1 << (i % 64));
+                let mut more = vec![0u64; more_len.div_ceil(64)];
+                (0..more_len)
+                    .filter(|i| i % 2 == 0)
+                    .for_each(|i| more[i / 64] |= 1 << (i % 64));
+                append_bits(&mut bits, len, &more);
+                for i in 0..len + more_len + 64 {
+                    let wanted = if i < len {
+                        i % 3 == 0
+                    } else {
+                        i < len + more_len && (i - len) % 2 == 0
+                    };
+                    assert_eq!(bit(&bits, i), wanted, "len {len}, more {more_len}, bit {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn an_id_repeated_in_a_later_part_names_the_later_entry() {
         // The same session with long lines (decoded in parallel parts) and with short ones
         // (one part): an id of the first half is reused near the end, a later entry names it
@@ -1627,12 +1771,27 @@ mod tests {
         };
         let (parted, whole) = (open(&long), open(&short));
         assert_eq!(whole.entries.parts().len(), 1);
+        // The decode threads' chain bits, joined across parts, are those of the entries.
+        for session in [&parted, &whole] {
+            let bit =
+                |bits: &[u64], i: usize| bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1);
+            let expected = continues_of(&session.entries);
+            let found: Vec<bool> = (0..session.entries.len())
+                .map(|i| bit(&session.continues, i))
+                .collect();
+            let wanted: Vec<bool> = (0..session.entries.len())
+                .map(|i| bit(&expected, i))
+                .collect();
+            assert_eq!(found, wanted);
+            // Each entry names the one before it (the repeat too), so only the first has no bit.
+            assert_eq!(found.iter().filter(|&&continues| !continues).count(), 1);
+        }
         for session in [&parted, &whole] {
             assert_eq!(session.index_of("e5"), Some(4390));
             assert_eq!(session.index_of("e4"), Some(4));
             assert_eq!(session.index_of("e4399"), Some(4399));
             assert_eq!(session.index_of("nope"), None);
-            assert!(!session.unique_ids);
+            assert!(!session.ids_are_unique());
             let branch = session.active_branch(session.leaf(None).unwrap());
             // e4399 … e4391, the later e5 (4390), e4389 … e6, whose parent `e5` is the later
             // e5 again: the cycle ends the walk.
