@@ -217,6 +217,15 @@ fn must_be_copied(word: &str, generated: &[&[&str]]) -> bool {
     if number_like(word) {
         return false;
     }
+    // The generated words are ASCII: an ASCII word's case-insensitive matches in them are
+    // its ASCII ones (`k` and `s` have non-ASCII variants, which these words do not hold).
+    if word.is_ascii() {
+        let word = word.to_ascii_lowercase();
+        return !generated
+            .iter()
+            .flat_map(|g| g.iter())
+            .any(|w| w.to_ascii_lowercase().contains(&word));
+    }
     // A word too large to compile is simply not required (still sound).
     let Ok(inside) = RegexBuilder::new(&regex::escape(word))
         .case_insensitive(true)
@@ -550,6 +559,40 @@ impl Prefilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `must_be_copied` decides an ASCII word without a regex; it must agree with the regex
+    /// it uses for the others, on every piece of a generated word in either case and on
+    /// words that are in none.
+    #[test]
+    fn an_ascii_words_check_against_generated_words_agrees_with_the_regex() {
+        let generated: &[&[&str]] = &[PLAIN_GENERATED_WORDS, NESTED_GENERATED_WORDS];
+        let all = || generated.iter().flat_map(|g| g.iter());
+        assert!(all().all(|w| w.is_ascii()));
+        let by_regex = |word: &str| {
+            let inside = RegexBuilder::new(&regex::escape(word))
+                .case_insensitive(true)
+                .build()
+                .unwrap();
+            !all().any(|w| inside.is_match(w))
+        };
+        let mut words: Vec<String> = ["zebra", "quokka", "errors", "Nullable", "k", "S", "x y"]
+            .map(String::from)
+            .to_vec();
+        for w in all() {
+            for i in 0..w.len() {
+                for j in i + 1..=w.len() {
+                    words.push(w[i..j].to_string());
+                    words.push(w[i..j].to_ascii_uppercase());
+                    words.push(format!("{}q", &w[i..j]));
+                }
+            }
+        }
+        for word in words.iter().filter(|w| !number_like(w)) {
+            assert_eq!(must_be_copied(word, generated), by_regex(word), "{word}");
+        }
+        // A word with the Kelvin sign takes the regex's way: it matches the `k` of `unknown`.
+        assert!(!must_be_copied("\u{212A}now", generated));
+    }
 
     fn matcher(qs: &[&str]) -> Matcher {
         Matcher::new(&qs.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
