@@ -101,8 +101,24 @@ const NESTED_BIT: u64 = 1 << 63;
 /// A compiled query.
 #[derive(Debug)]
 pub struct Matcher {
-    document: Regex,
+    /// Compiled on first use when the pattern is short (a search whose prefilter leaves no
+    /// candidate never needs it); a long one is compiled by [`Matcher::new`], which refuses
+    /// one too large.
+    document: std::sync::OnceLock<Regex>,
+    pattern: String,
     prefilter: Option<Prefilter>,
+}
+
+/// Document patterns up to this many bytes compile on first use (an alternation of escaped
+/// literals this short always fits the size limit).
+const LAZY_PATTERN_MAX_BYTES: usize = 4096;
+
+/// The document regex of `pattern` (an alternation of escaped queries).
+fn document_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(64 << 20)
+        .build()
 }
 
 /// Which rule of the prefilter an event's document follows (see the module docs).
@@ -154,28 +170,34 @@ pub struct Prefilter {
 
 impl Matcher {
     /// Compile non-empty literal queries. `Err` when the pattern is too large to compile.
-    #[allow(clippy::expect_used, reason = "a fixed pattern compiles")]
     pub fn new(queries: &[String]) -> Result<Matcher, String> {
         let pattern = queries
             .iter()
             .map(|q| regex::escape(q))
             .collect::<Vec<_>>()
             .join("|");
-        let document = RegexBuilder::new(&pattern)
-            .case_insensitive(true)
-            .size_limit(64 << 20)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let document = std::sync::OnceLock::new();
+        if pattern.len() > LAZY_PATTERN_MAX_BYTES {
+            let _ = document.set(document_regex(&pattern).map_err(|e| e.to_string())?);
+        }
         let prefilter = Prefilter::new(queries);
         Ok(Matcher {
             document,
+            pattern,
             prefilter,
         })
     }
 
     /// The byte offset of the leftmost match in `document`.
+    #[allow(
+        clippy::expect_used,
+        reason = "a pattern of at most LAZY_PATTERN_MAX_BYTES compiles; longer ones were compiled in new"
+    )]
     pub fn find(&self, document: &str) -> Option<usize> {
-        self.document.find(document).map(|m| m.start())
+        self.document
+            .get_or_init(|| document_regex(&self.pattern).expect("a short pattern compiles"))
+            .find(document)
+            .map(|m| m.start())
     }
 
     /// The raw-line prefilter, when some query requires a literal of some rule.
@@ -559,6 +581,18 @@ impl Prefilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A short query's document regex compiles on first use; one too large for the size
+    /// limit is still refused when the matcher is made (the search then reports
+    /// `invalid_query`).
+    #[test]
+    fn a_query_too_large_to_compile_is_refused_at_once_and_a_short_one_matches() {
+        assert!(Matcher::new(&["k".repeat(1 << 20)]).is_err());
+        let matcher = Matcher::new(&["Quokka".to_string(), "x[1]".to_string()]).unwrap();
+        assert_eq!(matcher.find("a QUOKKA"), Some(2));
+        assert_eq!(matcher.find("y x[1]"), Some(2));
+        assert_eq!(matcher.find("x1"), None);
+    }
 
     /// `must_be_copied` decides an ASCII word without a regex; it must agree with the regex
     /// it uses for the others, on every piece of a generated word in either case and on
