@@ -294,8 +294,9 @@ pub struct Session {
     /// The id index, built on first use ([`Session::ids_are_unique`] lets another thread
     /// build it while this one works from [`Session::chain_branch`]).
     ids: OnceLock<Ids>,
-    /// A bit per entry: its parent id is the id of the entry before it in the file (found
-    /// when the session is assembled, so the branch walk reads these bits, not the entries).
+    /// A bit per entry: its parent id is the id of the entry before it in the file (set by
+    /// the decode threads as they push the entries, or on assembly for entries read from the
+    /// index and for v1 files; the branch walk reads these bits, not the entries).
     continues: Vec<u64>,
     file: File,
 }
