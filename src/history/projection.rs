@@ -794,7 +794,7 @@ impl Projection {
 
     /// Every event, ascending by seq.
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
-        (0..self.events.len()).map(|i| self.event(i))
+        self.events.iter(&self.flat, &self.more)
     }
 
     /// Whether each line is named by one run of events ([`LineRuns`]).
@@ -853,7 +853,7 @@ impl Projection {
 
     /// Consumed tool results as (result seq, call seq), ascending.
     pub fn paired_results(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (0..self.paired.len()).map(|i| self.paired.get(&self.flat, &self.more, i))
+        self.paired.iter(&self.flat, &self.more)
     }
 
     /// The index of the event at `seq` in [`Projection::event`] order.

@@ -107,7 +107,11 @@ impl LineMasks {
         &'a self,
         projection: &'a Projection,
     ) -> impl Iterator<Item = usize> + 'a {
-        let escapes = (0..projection.line_count()).filter(|&line| projection.line(line).escapes);
+        let escapes = projection
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| line.escapes)
+            .map(|(line, _)| line);
         self.hits.iter().map(|&(line, _)| line).chain(escapes)
     }
 

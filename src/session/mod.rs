@@ -565,6 +565,7 @@ impl Session {
         let mut path = Vec::new();
         let mut seen = vec![false; self.entries.len()];
         let mut current = leaf;
+        let unique = self.ids_are_unique();
         while let Some(index) = current {
             if seen[index] {
                 break;
@@ -572,15 +573,14 @@ impl Session {
             seen[index] = true;
             path.push(index);
             // Most entries continue the one before them in the file.
-            current =
-                if self.ids_are_unique() && self.continues[index / 64] >> (index % 64) & 1 == 1 {
-                    Some(index - 1)
-                } else {
-                    self.entries[index]
-                        .parent_id
-                        .as_deref()
-                        .and_then(|parent| self.index_of(parent))
-                };
+            current = if unique && self.continues[index / 64] >> (index % 64) & 1 == 1 {
+                Some(index - 1)
+            } else {
+                self.entries[index]
+                    .parent_id
+                    .as_deref()
+                    .and_then(|parent| self.index_of(parent))
+            };
         }
         path.reverse();
         path
