@@ -314,6 +314,30 @@ fn next_special_sse2(
     Err(i)
 }
 
+/// Bit `k` set when `b[at + k]` (of 16) is `"`, `\\`, a control byte or not ASCII.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn flagged_sse2(b: &[u8], at: usize) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    debug_assert!(at + 16 <= b.len());
+    // SAFETY (caller): `b[at..at + 16]` is in bounds; the load is unaligned.
+    unsafe {
+        let v = _mm_loadu_si128(b.as_ptr().add(at).cast::<__m128i>());
+        // A signed compare: bytes 0x80–0xff are negative, so "< 0x20" also flags them.
+        let hits = _mm_or_si128(
+            _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+            ),
+            _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+        );
+        _mm_movemask_epi8(hits) as u32
+    }
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -353,10 +377,35 @@ impl<'a> Parser<'a> {
 
     /// Skip a string (at its opening quote), validating it; returns its raw contents (between
     /// the quotes) and whether it holds an escape.
+    ///
+    /// Inlined where it is called: most strings (keys, ids, names, roles) are a few plain
+    /// bytes, ended within one block of 16, and take no call; the others go on in
+    /// [`Parser::string_from`] from the first byte the block flagged.
+    #[inline(always)]
     fn string(&mut self) -> R<(&'a [u8], bool)> {
-        let b = self.b;
         let start = self.i + 1;
-        let mut i = start;
+        #[cfg(target_arch = "x86_64")]
+        if start + 16 <= self.b.len() {
+            // SAFETY: SSE2 is part of the x86_64 baseline; `start + 16` is in bounds.
+            let flagged = unsafe { flagged_sse2(self.b, start) };
+            if flagged == 0 {
+                return self.string_from(start, start + 16);
+            }
+            let end = start + flagged.trailing_zeros() as usize;
+            if self.b[end] == b'"' {
+                self.i = end + 1;
+                return Ok((&self.b[start..end], false));
+            }
+            return self.string_from(start, end);
+        }
+        self.string_from(start, start)
+    }
+
+    /// [`Parser::string`] from `i`: the string's bytes start at `start` and hold no flagged
+    /// byte before `i`.
+    #[inline(never)]
+    fn string_from(&mut self, start: usize, mut i: usize) -> R<(&'a [u8], bool)> {
+        let b = self.b;
         let mut escaped = false;
         #[cfg(target_arch = "x86_64")]
         let avx2 = self.avx2;
@@ -459,6 +508,31 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Skip an object (at its `{`), validating it: its keys are not classified (most keys
+    /// of a line are in objects no field is read from), and one with an escape is valid
+    /// here like any other string.
+    fn skip_object(&mut self) -> R<()> {
+        self.open()?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            self.depth -= 1;
+            return Ok(());
+        }
+        loop {
+            if self.peek() != Some(b'"') {
+                return Err(Stop::Bad);
+            }
+            self.string()?;
+            self.expect(b':')?;
+            self.ws();
+            self.skip()?;
+            if !self.comma_or_close(b'}')? {
+                return Ok(());
+            }
+        }
+    }
+
     /// Iterate the elements of an array (at its `[`), `element` consuming each.
     #[inline]
     fn array(&mut self, mut element: impl FnMut(&mut Self) -> R<()>) -> R<()> {
@@ -512,7 +586,7 @@ impl<'a> Parser<'a> {
     fn skip(&mut self) -> R<()> {
         match self.peek() {
             Some(b'"') => self.string().map(drop),
-            Some(b'{') => self.object(|p, _| p.skip()),
+            Some(b'{') => self.skip_object(),
             Some(b'[') => self.array(Self::skip),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
@@ -735,9 +809,15 @@ impl<'a> Parser<'a> {
                                 meta.has_text |= non_empty;
                             }
                         }
-                        Some("toolCall") => meta
-                            .tool_calls
-                            .push((id.map(CompactString::from), name.map(CompactString::from))),
+                        Some("toolCall") => {
+                            // Most messages make one call: room for exactly one, so the
+                            // entry's boxed slice is made without a shrinking realloc.
+                            if meta.tool_calls.capacity() == 0 {
+                                meta.tool_calls.reserve_exact(1);
+                            }
+                            meta.tool_calls
+                                .push((id.map(CompactString::from), name.map(CompactString::from)))
+                        }
                         _ => {}
                     }
                     Ok(())
