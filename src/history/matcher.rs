@@ -49,6 +49,7 @@
 use regex::{Regex, RegexBuilder};
 
 use super::literal::Literal;
+use crate::session::{LineMemo, NextHit, TestedLine};
 
 /// Characters that end a word: whitespace, controls and the characters that JSON escapes or
 /// that the document generator writes around copied text.
@@ -454,19 +455,30 @@ impl Prefilter {
     /// the line's strings could read differently in a document than in its bytes (an escape
     /// other than JavaScript's own: `escapes`, the line's [`has_foreign_escape`], which the
     /// session decode finds for every line anyway).
-    pub fn line_mask(&self, line: &[u8], escapes: bool) -> u64 {
+    ///
+    /// Each literal is searched for in the line and the whole lines after it at once; `memo`
+    /// (one per reader, which hands lines in file order) keeps where the next line holding it
+    /// is, so the lines up to it are not searched again.
+    pub fn line_mask(&self, line: &TestedLine<'_>, memo: &mut LineMemo) -> u64 {
+        let probe = self.literals.len();
+        if memo.len() != probe + 1 {
+            memo.clear();
+            memo.resize(probe + 1, NextHit::Unknown);
+        }
         let mut mask = 0u64;
         for &(i, within) in &self.tests {
-            if within.is_none_or(|j| mask >> j & 1 == 1) && self.literals[i].1.is_match(line) {
+            if within.is_none_or(|j| mask >> j & 1 == 1)
+                && holds(&self.literals[i].1, line, &mut memo[i])
+            {
                 mask |= 1 << i;
             }
         }
         if let Some(nested) = &self.nested
-            && nested.is_match(line)
+            && holds(nested, line, &mut memo[probe])
         {
             mask |= NESTED_BIT;
         }
-        if mask & self.all != self.all && escapes {
+        if mask & self.all != self.all && line.escapes {
             return u64::MAX;
         }
         mask
@@ -570,11 +582,31 @@ impl Prefilter {
 
 pub use crate::session::has_foreign_escape;
 
+/// Whether `line` holds a match of `literal`: from `next` when it tells, else by searching
+/// the line and the lines after it in `line.hay`, leaving in `next` where the first line
+/// holding one is (or that none of them does).
+fn holds(literal: &Literal, line: &TestedLine<'_>, next: &mut NextHit) -> bool {
+    let (start, end) = (line.offset, line.offset + line.len as u64);
+    match *next {
+        // The search that found it began at or before this line: the lines before its line
+        // hold none.
+        NextHit::At(at) if at >= start => return at < end,
+        NextHit::NoneBefore(limit) if limit >= end => return false,
+        _ => {}
+    }
+    *next = match literal.line_hit(line.hay, 0) {
+        Some(at) => NextHit::At(start + at as u64),
+        None => NextHit::NoneBefore(start + line.hay.len() as u64),
+    };
+    matches!(*next, NextHit::At(at) if at < end)
+}
+
 #[cfg(test)]
 impl Prefilter {
     /// [`Prefilter::line_mask`], scanning the line for its escapes.
     pub(crate) fn line_mask_scanning(&self, line: &[u8]) -> u64 {
-        self.line_mask(line, has_foreign_escape(line))
+        let line = TestedLine::alone(line, 0, has_foreign_escape(line));
+        self.line_mask(&line, &mut LineMemo::new())
     }
 }
 
@@ -765,11 +797,68 @@ mod tests {
                 .filter(|(_, literal)| literal.is_match(line))
                 .fold(0, |mask, (bit, _)| mask | bit);
             assert_eq!(
-                p.line_mask(line, false),
+                p.line_mask(&TestedLine::alone(line, 0, false), &mut LineMemo::new()),
                 every,
                 "{}",
                 String::from_utf8_lossy(line)
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// A line's mask found by searching ahead through the lines after it, with the memo
+        /// a reader keeps, is the mask of the line by itself: for any lines (some with the
+        /// literals, in any case, next to the Kelvin sign and other non-ASCII text), any
+        /// query, and any lines left untested (blank or malformed lines a decode skips).
+        #[test]
+        fn searching_ahead_with_a_memo_gives_each_lines_own_mask(
+            pieces in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        "fn main()", "FN MAIN", "error", "Error: Cannot", "cannot", "x[1]",
+                        "\\u212a", "\u{212a}", "quokka", "QUO\u{212a}KA", "nestedCalls",
+                        "é", " ", "\\n", "\"", "a", "-", "zebra-quokka-7731",
+                    ]),
+                    0..6,
+                ),
+                1..12,
+            ),
+            tested in proptest::collection::vec(proptest::bool::ANY, 12),
+            last_newline in proptest::bool::ANY,
+            query in proptest::sample::select(vec![
+                &["fn main()"][..], &["error: cannot"], &["quokka", "x[1]"],
+                &["zebra-quokka-7731"], &["cannot open"], &["main"],
+            ]),
+        ) {
+            let lines: Vec<String> = pieces.iter().map(|p| p.concat()).collect();
+            let mut file = lines.join("\n");
+            if last_newline {
+                file.push('\n');
+            }
+            let bytes = file.as_bytes();
+            let m = matcher(query);
+            let Some(p) = m.prefilter() else {
+                return Ok(());
+            };
+            let mut memo = LineMemo::new();
+            let mut start = 0usize;
+            for (k, line) in lines.iter().enumerate() {
+                let len = line.len();
+                // The reader's hay: this line and the whole lines after it (a last line
+                // without `\n` is handed alone).
+                let whole = if last_newline { bytes.len() } else { file.rfind('\n').map_or(0, |i| i + 1) };
+                let hay = if start + len < whole { &bytes[start..whole] } else { &bytes[start..start + len] };
+                if tested[k] {
+                    let ahead = TestedLine { hay, offset: 1000 + start as u64, len, escapes: false };
+                    let alone = TestedLine::alone(line.as_bytes(), 0, false);
+                    proptest::prop_assert_eq!(
+                        p.line_mask(&ahead, &mut memo),
+                        p.line_mask(&alone, &mut LineMemo::new()),
+                        "line {} of {:?}", k, lines
+                    );
+                }
+                start += len + 1;
+            }
         }
     }
 

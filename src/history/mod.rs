@@ -730,7 +730,9 @@ pub(crate) fn search_with(
         .and_then(|m| m.as_ref().ok())
         .and_then(|m| m.prefilter())
         .filter(|_| use_prefilter);
-    let test = |line: &[u8], escapes: bool| prefilter.map_or(0, |p| p.line_mask(line, escapes));
+    let test = |line: &crate::session::TestedLine<'_>, memo: &mut crate::session::LineMemo| {
+        prefilter.map_or(0, |p| p.line_mask(line, memo))
+    };
     // Through a stored projection, the prefilter is one scan of the event lines' bytes.
     let reused = match prefilter {
         Some(p) if leaf.is_none() => match open_reused(path, index)? {

@@ -36,8 +36,9 @@ use sha1::{Digest, Sha1};
 
 use super::mapped::Mapped;
 use super::{
-    CustomMeta, Decoded, Entries, Entry, EntryKind, Header, LineReader, LineTest, MessageExtras,
-    MessageMeta, PositionedReader, Role, SessionError, ToolCallMeta, decode_range, io_error_of,
+    CustomMeta, Decoded, Entries, Entry, EntryKind, Header, LineMemo, LineReader, LineTest,
+    MessageExtras, MessageMeta, PositionedReader, Role, SessionError, TestedLine, ToolCallMeta,
+    decode_range, io_error_of,
 };
 
 /// How a read may use the index.
@@ -586,13 +587,20 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
         });
         reader.base = first.offset;
         let mut flags = Vec::with_capacity(group.len());
+        let mut memo = LineMemo::new();
         while flags.len() < group.len() {
-            let Some((offset, body)) = reader.next_line()? else {
+            let Some((offset, body, hay)) = reader.next_line()? else {
                 break;
             };
             let entry = &group[flags.len()];
             if offset == entry.offset {
-                flags.push(test(body, entry.escapes));
+                let line = TestedLine {
+                    hay,
+                    offset,
+                    len: body.len(),
+                    escapes: entry.escapes,
+                };
+                flags.push(test(&line, &mut memo));
             }
         }
         // A line that no longer reads where it was (cannot happen for a validated index):

@@ -388,7 +388,8 @@ impl Session {
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
-        let test = |line: &[u8], escapes: bool| line_test.map_or(0, |t| t(line, escapes));
+        let test =
+            |line: &TestedLine<'_>, memo: &mut LineMemo| line_test.map_or(0, |t| t(line, memo));
         let (mut decoded, use_, pending) = match mode {
             IndexMode::Off | IndexMode::Unavailable => {
                 let decoded = decode_range(path, &file, size, 0, size, &test, Decoded::empty())?;
@@ -902,11 +903,57 @@ pub fn has_foreign_escape(line: &[u8]) -> bool {
     })
 }
 
-/// A test of one entry line's raw bytes, run while the file streams (search's prefilter).
-/// A test of an entry's raw line, given whether the line holds an escape JavaScript would not
-/// write ([`has_foreign_escape`], which the decode finds anyway: the test need not scan the
-/// line again for it).
-pub type LineTest<'a> = dyn Fn(&[u8], bool) -> u64 + Sync + 'a;
+/// A test of one entry line's raw bytes, run while the file streams (search's prefilter),
+/// given the line with the whole lines after it in the reader's buffer ([`TestedLine`]) and
+/// the memo the test keeps for the lines of one reader ([`LineMemo`]).
+pub type LineTest<'a> = dyn Fn(&TestedLine<'_>, &mut LineMemo) -> u64 + Sync + 'a;
+
+/// An entry line handed to a [`LineTest`]: its bytes are `hay[..len]`, and the rest of
+/// `hay` is the whole lines after it that the reader holds (none past the buffer's last
+/// `\n`), so a test may search many lines in one pass and remember, in its memo, where the
+/// next line holding what it looks for is. Searching each short line by itself paid a
+/// search's setup and its scalar tail once per line.
+pub struct TestedLine<'b> {
+    pub hay: &'b [u8],
+    /// The file offset of `hay[0]` (the line's start).
+    pub offset: u64,
+    /// The line's length (without its `\n`).
+    pub len: usize,
+    /// The line holds an escape JavaScript would not write ([`has_foreign_escape`], which the
+    /// decode finds anyway: the test need not scan the line again for it).
+    pub escapes: bool,
+}
+
+impl<'b> TestedLine<'b> {
+    /// One line by itself (nothing after it to search ahead in).
+    pub fn alone(line: &'b [u8], offset: u64, escapes: bool) -> TestedLine<'b> {
+        TestedLine {
+            hay: line,
+            offset,
+            len: line.len(),
+            escapes,
+        }
+    }
+
+    /// The line's bytes.
+    pub fn body(&self) -> &'b [u8] {
+        &self.hay[..self.len]
+    }
+}
+
+/// What a [`LineTest`] keeps between the lines of one reader, which hands them in file
+/// order: for each thing it looks for, where the next line holding it is. Empty for a new
+/// reader; the test sizes it.
+pub type LineMemo = Vec<NextHit>;
+
+/// Where the next line holding something is, as far as a search looked: unknown yet, at a
+/// file offset (inside that line), or in none of the lines before a file offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextHit {
+    Unknown,
+    At(u64),
+    NoneBefore(u64),
+}
 
 /// The hash of an entry id in [`Session::by_id`], also stored by history's index side data
 /// (FxHash has no random seed: the same in every process; the index checksums use it too, so
@@ -1241,7 +1288,8 @@ fn decode_chunk(
         skeleton: None,
         continues: Vec::with_capacity(expected(to - from).div_ceil(64)),
     };
-    while let Some((offset, body)) = reader.next_line()? {
+    let mut memo = LineMemo::new();
+    while let Some((offset, body, hay)) = reader.next_line()? {
         chunk.line_count += 1;
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
@@ -1262,7 +1310,13 @@ fn decode_chunk(
                     });
                 }
             } else {
-                chunk.flags.push(line_test(body, escapes));
+                let line = TestedLine {
+                    hay,
+                    offset,
+                    len: body.len(),
+                    escapes,
+                };
+                chunk.flags.push(line_test(&line, &mut memo));
                 let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
                 entry.escapes = escapes;
                 let at = chunk.entries.len();
@@ -1326,6 +1380,10 @@ impl Read for PositionedReader<'_> {
     }
 }
 
+/// A line [`LineReader::next_line`] hands out: its file offset, its bytes, and the bytes from
+/// its start to the end of the last whole line in the buffer.
+type ReadLine<'b> = (u64, &'b [u8], &'b [u8]);
+
 /// Splits a file into lines in place: a line that lies inside the buffer is handed out as a
 /// slice of it (no per-line copy); the buffer grows only for a line longer than itself, so
 /// memory stays at about the longest line, whatever the file size.
@@ -1338,6 +1396,8 @@ struct LineReader<R> {
     end: usize,
     /// `buf[start..scanned]` is known to hold no `\n`.
     scanned: usize,
+    /// The end of the last whole line in `buf` (after its `\n`; 0 for none).
+    whole: usize,
     /// File offset of `buf[0]`.
     base: u64,
     eof: bool,
@@ -1353,42 +1413,54 @@ impl<R: Read> LineReader<R> {
             start: 0,
             end: 0,
             scanned: 0,
+            whole: 0,
             base: 0,
             eof: false,
         }
     }
 
-    /// The next line without its `\n`, with its file offset; a last line without `\n` too.
-    fn next_line(&mut self) -> std::io::Result<Option<(u64, &[u8])>> {
+    /// The next line without its `\n`, with its file offset, and the bytes from its start to
+    /// the end of the last whole line in the buffer (the line and whole lines after it); a
+    /// last line without `\n` too.
+    fn next_line(&mut self) -> std::io::Result<Option<ReadLine<'_>>> {
         loop {
             if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..self.end]) {
                 let (from, to) = (self.start, self.scanned + pos);
                 self.start = to + 1;
                 self.scanned = self.start;
-                return Ok(Some((self.base + from as u64, &self.buf[from..to])));
+                let hay = &self.buf[from..self.whole.max(to)];
+                return Ok(Some((self.base + from as u64, &hay[..to - from], hay)));
             }
             self.scanned = self.end;
             if self.eof {
                 if self.start < self.end {
                     let from = self.start;
                     self.start = self.end;
-                    return Ok(Some((self.base + from as u64, &self.buf[from..self.end])));
+                    let line = &self.buf[from..self.end];
+                    return Ok(Some((self.base + from as u64, line, line)));
                 }
                 return Ok(None);
             }
             if self.start > 0 {
+                // Every whole line before `start` was handed out.
                 self.buf.copy_within(self.start..self.end, 0);
                 self.base += self.start as u64;
                 self.end -= self.start;
                 self.scanned -= self.start;
                 self.start = 0;
+                self.whole = 0;
             }
             if self.end == self.buf.len() {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
             match self.inner.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    if let Some(pos) = memchr::memrchr(b'\n', &self.buf[self.end..self.end + n]) {
+                        self.whole = self.end + pos + 1;
+                    }
+                    self.end += n;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -1808,6 +1880,43 @@ mod tests {
         );
     }
 
+    /// Each line comes with the whole lines after it that the buffer holds: never a line
+    /// cut by the buffer's end (a search ahead would miss a match in its unread part), and
+    /// a last line without `\n` by itself. Reads of a few bytes at a time cut lines
+    /// everywhere.
+    #[test]
+    fn a_line_comes_with_the_whole_lines_after_it_and_no_cut_one() {
+        struct Dribble<'a>(&'a [u8], usize);
+        impl Read for Dribble<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.1.min(self.0.len()).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let file = b"{\"a\":1}\n\n{\"bb\":22}\nxyz\n{\"last\":0}";
+        for step in [1, 3, 7, 64] {
+            let mut reader = LineReader::new(Dribble(file, step));
+            let mut seen = Vec::new();
+            let mut lens = Vec::new();
+            while let Some((offset, body, hay)) = reader.next_line().unwrap() {
+                let at = offset as usize;
+                assert_eq!(&file[at..at + body.len()], body);
+                assert!(hay.starts_with(body) && file[at..].starts_with(hay));
+                // The hay ends at a line's end: after a `\n`, or where the file ends.
+                assert!(
+                    hay.ends_with(b"\n") || at + hay.len() == file.len(),
+                    "{step} {at}"
+                );
+                lens.push(hay.len());
+                seen.push(body.to_vec());
+            }
+            assert_eq!(seen.join(&b'\n'), file.to_vec(), "{step}");
+            assert_eq!(lens.last(), Some(&b"{\"last\":0}".len()), "{step}");
+        }
+    }
+
     #[test]
     fn parallel_chunks_agree_with_line_order() {
         // Over 16 MB so that two or more chunks are decoded in parallel where cores allow.
@@ -1833,9 +1942,10 @@ mod tests {
         assert!(text.len() > 16 << 20);
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
-        let (session, flags) =
-            Session::open_testing_lines(file.path(), &|line, _| u64::from(line.ends_with(b"}}")))
-                .unwrap();
+        let (session, flags) = Session::open_testing_lines(file.path(), &|line, _| {
+            u64::from(line.body().ends_with(b"}}"))
+        })
+        .unwrap();
         assert_eq!(session.entries.len(), expected);
         assert_eq!(session.skipped_lines, 4);
         assert!(flags.iter().all(|f| *f == 1));
