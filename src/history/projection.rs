@@ -123,8 +123,11 @@ pub struct Built<'s> {
     /// The calls whose id no tool result of the branch has, the first of each id, in event
     /// order: (event index, id).
     pub open: Vec<(usize, &'s str)>,
-    /// The first tool result of each call id on the branch.
-    results: HashTable<ResultOf<'s>>,
+    /// The branch's tool results with an id, in branch order.
+    branch_results: Vec<ResultOf<'s>>,
+    /// The first of them with each call id (indexes into `branch_results`: a table of
+    /// 4-byte slots stays in the caches where one of the records did not).
+    results: HashTable<u32>,
     /// The projection line of each session entry (`u32::MAX`: none).
     line_of: Vec<u32>,
 }
@@ -141,10 +144,13 @@ impl Built<'_> {
     /// its first result's on the branch: a later one is never shown at a call, so its line
     /// is made at its own place, after the first's.
     pub fn tool_results(&self) -> impl Iterator<Item = BranchResult> + '_ {
-        self.results.iter().map(|r| BranchResult {
-            hash: r.hash,
-            line: self.line_of[r.entry],
-            at: r.at,
+        self.results.iter().map(|&i| {
+            let r = &self.branch_results[i as usize];
+            BranchResult {
+                hash: r.hash,
+                line: self.line_of[r.entry],
+                at: r.at,
+            }
         })
     }
 }
@@ -603,12 +609,15 @@ impl Projection {
         }
         // The first result of each id, inserted in a loop of nothing but independent inserts
         // into a table sized for them all (as the lookups below).
-        let mut results: HashTable<ResultOf<'s>> = HashTable::with_capacity(branch_results.len());
-        for result in branch_results {
-            if let hashbrown::hash_table::Entry::Vacant(vacant) =
-                results.entry(result.hash, |r| r.id == result.id, |r| r.hash)
-            {
-                vacant.insert(result);
+        let mut results: HashTable<u32> = HashTable::with_capacity(branch_results.len());
+        let result_of = |i: &u32| &branch_results[*i as usize];
+        for (i, result) in branch_results.iter().enumerate() {
+            if let hashbrown::hash_table::Entry::Vacant(vacant) = results.entry(
+                result.hash,
+                |j| result_of(j).id == result.id,
+                |j| result_of(j).hash,
+            ) {
+                vacant.insert(i as u32);
             }
         }
         // The calls' results (the result's seq and entry), looked up in a loop of nothing but
@@ -617,8 +626,8 @@ impl Projection {
         // default bench session.
         for call in &mut calls {
             call.found = results
-                .find(call.hash, |r| r.id == call.id)
-                .map(|r| (r.seq, r.entry));
+                .find(call.hash, |j| result_of(j).id == call.id)
+                .map(|j| (result_of(j).seq, result_of(j).entry));
         }
         let mut found = calls.into_iter().peekable();
 
@@ -723,8 +732,8 @@ impl Projection {
                             .map(|call| call.found)
                             .unwrap_or_else(|| {
                                 results
-                                    .find(id_hash(id), |r| r.id == id)
-                                    .map(|r| (r.seq, r.entry))
+                                    .find(id_hash(id), |j| result_of(j).id == id)
+                                    .map(|j| (result_of(j).seq, result_of(j).entry))
                             });
                         match looked_up {
                             Some((result_seq, result_entry))
@@ -777,6 +786,7 @@ impl Projection {
             projection,
             entry_of_line,
             open,
+            branch_results,
             results,
             line_of,
         }
