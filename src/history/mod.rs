@@ -355,16 +355,29 @@ fn open_testing_lines(
         .as_ref()
         .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
     // What extending the stored projection needs: its session-only part (hashing and
-    // sorting the branch's ids) on a second core while this one builds the projection.
-    let build = |branch: &[usize]| {
+    // sorting the branch's ids) on a second core while this one builds the projection,
+    // after the id index when `check` asks for it (whether an id names two entries: see the
+    // chain below). One helper thread does both in turn: two, beside the build, took turns
+    // with it on a two-core machine (the build's first pass 7.3–9.5 ms instead of ≈ 5 on a
+    // session of 110 k entries).
+    let build = |branch: &[usize], check: bool| {
         std::thread::scope(|scope| {
-            let ids = storable.then(|| scope.spawn(|| flat::side_ids(&session, branch)));
+            let helper = (check || storable).then(|| {
+                scope.spawn(|| {
+                    let unique = !check || session.ids_are_unique();
+                    (
+                        unique,
+                        storable.then(|| flat::side_ids(&session, branch)).flatten(),
+                    )
+                })
+            });
             let built = Projection::build_with_entries(&session, branch);
-            let ids = ids.and_then(|ids| {
-                ids.join()
+            let (unique, ids) = helper.map_or((true, None), |helper| {
+                helper
+                    .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             });
-            (built, ids)
+            (unique, (built, ids))
         })
     };
     // With the default leaf, entries that form one chain from the first (Pi's usual file) are
@@ -376,14 +389,7 @@ fn open_testing_lines(
         .and_then(|last| session.chain_branch(last));
     let (branch, (built, ids)) = match chain {
         Some(chain) => {
-            let (unique, built) = std::thread::scope(|scope| {
-                let unique = scope.spawn(|| session.ids_are_unique());
-                let built = build(&chain);
-                let unique = unique
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                (unique, built)
-            });
+            let (unique, built) = build(&chain, true);
             if unique {
                 (chain, built)
             } else {
@@ -391,14 +397,14 @@ fn open_testing_lines(
                 let built = if branch == chain {
                     built
                 } else {
-                    build(&branch)
+                    build(&branch, false).1
                 };
                 (branch, built)
             }
         }
         None => {
             let branch = session.active_branch(leaf_entry);
-            let built = build(&branch);
+            let built = build(&branch, false).1;
             (branch, built)
         }
     };
