@@ -488,30 +488,31 @@ impl<'a> Parser<'a> {
     /// Iterate the members of an object (at its `{`), calling `member` with each key, the
     /// parser positioned at the value (whitespace skipped); `member` must consume the value.
     #[inline]
-    fn object(&mut self, mut member: impl FnMut(&mut Self, Key) -> R<()>) -> R<()> {
-        self.open()?;
-        self.ws();
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            self.depth -= 1;
-            return Ok(());
-        }
-        loop {
-            if self.peek() != Some(b'"') {
-                return Err(Stop::Bad);
-            }
-            let key = self.key()?;
-            member(self, key)?;
-            if !self.comma_or_close(b'}')? {
-                return Ok(());
-            }
-        }
+    fn object(&mut self, member: impl FnMut(&mut Self, Key) -> R<()>) -> R<()> {
+        self.members(Self::key, member)
     }
 
     /// Skip an object (at its `{`), validating it: its keys are not classified (most keys
     /// of a line are in objects no field is read from), and one with an escape is valid
     /// here like any other string.
     fn skip_object(&mut self) -> R<()> {
+        let key = |p: &mut Self| {
+            p.string()?;
+            p.expect(b':')?;
+            p.ws();
+            Ok(())
+        };
+        self.members(key, |p, ()| p.skip())
+    }
+
+    /// [`Parser::object`] with the keys read by `key` (at the key's opening quote, through
+    /// its `:` and the whitespace after it).
+    #[inline]
+    fn members<K>(
+        &mut self,
+        mut key: impl FnMut(&mut Self) -> R<K>,
+        mut member: impl FnMut(&mut Self, K) -> R<()>,
+    ) -> R<()> {
         self.open()?;
         self.ws();
         if self.peek() == Some(b'}') {
@@ -523,10 +524,8 @@ impl<'a> Parser<'a> {
             if self.peek() != Some(b'"') {
                 return Err(Stop::Bad);
             }
-            self.string()?;
-            self.expect(b':')?;
-            self.ws();
-            self.skip()?;
+            let key = key(self)?;
+            member(self, key)?;
             if !self.comma_or_close(b'}')? {
                 return Ok(());
             }
