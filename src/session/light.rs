@@ -285,23 +285,10 @@ fn next_special_sse2(
     end: usize,
     escaped: &mut bool,
 ) -> Result<usize, usize> {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
-    let quote = _mm_set1_epi8(b'"' as i8);
-    let backslash = _mm_set1_epi8(b'\\' as i8);
-    // A signed compare: bytes 0x80–0xff are negative, so "< 0x20" also flags them.
-    let space = _mm_set1_epi8(0x20);
     debug_assert!(end <= b.len());
     while i + 16 <= end {
-        // SAFETY: `b[i..i + 16]` is in bounds (`end` is at most the length); unaligned load.
-        let v = unsafe { _mm_loadu_si128(b.as_ptr().add(i).cast::<__m128i>()) };
-        let hits = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-            _mm_cmplt_epi8(v, space),
-        );
-        let mask = u64::from(_mm_movemask_epi8(hits) as u32);
+        // SAFETY: `b[i..i + 16]` is in bounds (`end` is at most the length).
+        let mask = u64::from(unsafe { flagged_sse2(b, i) });
         if mask == 0 {
             i += 16;
             continue;
