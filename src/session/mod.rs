@@ -271,6 +271,12 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Whether this entry's parent is `before`, the entry before it in the file (it names
+    /// that entry's id): what a bit of [`Session`]'s `continues` says.
+    fn continues(&self, before: &Entry) -> bool {
+        self.parent_id.is_some() && self.parent_id == before.id
+    }
+
     /// A `custom` entry's ISO timestamp, when a string (`None` for every other entry: only a
     /// reset marker's is read).
     pub fn timestamp(&self) -> Option<&str> {
@@ -574,7 +580,7 @@ impl Session {
             seen[index] = true;
             path.push(index);
             // Most entries continue the one before them in the file.
-            current = if unique && self.continues[index / 64] >> (index % 64) & 1 == 1 {
+            current = if unique && bit(&self.continues, index) {
                 Some(index - 1)
             } else {
                 self.entries[index]
@@ -1094,9 +1100,7 @@ pub(crate) fn decode_range(
         }
         if let Some(bits) = &mut so_far.continues {
             let first_continues = match (so_far.entries.last(), chunk.entries.first()) {
-                (Some(before), Some(first)) => {
-                    first.parent_id.is_some() && first.parent_id == before.id
-                }
+                (Some(before), Some(first)) => first.continues(before),
                 _ => false,
             };
             if first_continues {
@@ -1125,14 +1129,20 @@ pub(crate) fn decode_range(
 /// A bit per entry, set when its parent is the entry before it ([`Session`]'s `continues`).
 fn continues_of(entries: &Entries) -> Vec<u64> {
     let mut continues = vec![0u64; entries.len().div_ceil(64)];
-    let mut id_before: Option<&str> = None;
+    let mut before: Option<&Entry> = None;
     for (index, entry) in entries.iter().enumerate() {
-        if entry.parent_id.is_some() && entry.parent_id.as_deref() == id_before {
+        if before.is_some_and(|before| entry.continues(before)) {
             continues[index / 64] |= 1 << (index % 64);
         }
-        id_before = entry.id.as_deref();
+        before = Some(entry);
     }
     continues
+}
+
+/// Bit `i` of `bits` (`false` past its end).
+fn bit(bits: &[u64], i: usize) -> bool {
+    bits.get(i / 64)
+        .is_some_and(|word| word >> (i % 64) & 1 == 1)
 }
 
 /// Put the bits of `more` after the first `len` bits of `bits` (bits past `len` are 0).
@@ -1323,9 +1333,10 @@ fn decode_chunk(
                 if at.is_multiple_of(64) {
                     chunk.continues.push(0);
                 }
-                if let Some(before) = chunk.entries.last()
-                    && entry.parent_id.is_some()
-                    && entry.parent_id == before.id
+                if chunk
+                    .entries
+                    .last()
+                    .is_some_and(|before| entry.continues(before))
                 {
                     chunk.continues[at / 64] |= 1 << (at % 64);
                 }
@@ -1785,7 +1796,6 @@ mod tests {
 
     #[test]
     fn bits_appended_at_any_offset_keep_their_places() {
-        let bit = |bits: &[u64], i: usize| bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1);
         for len in [0usize, 1, 63, 64, 65, 130] {
             for more_len in [1usize, 5, 64, 70, 200] {
                 // Every third bit of the first `len`, every second of the rest.
@@ -1846,8 +1856,6 @@ mod tests {
         assert_eq!(whole.entries.parts().len(), 1);
         // The decode threads' chain bits, joined across parts, are those of the entries.
         for session in [&parted, &whole] {
-            let bit =
-                |bits: &[u64], i: usize| bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1);
             let expected = continues_of(&session.entries);
             let found: Vec<bool> = (0..session.entries.len())
                 .map(|i| bit(&session.continues, i))
