@@ -421,7 +421,8 @@ fn open_testing_lines(
         scope.spawn(move || drop(skeleton));
         if let Some(pending) = pending {
             let extra = storable.then(|| flat::encode(&projection)).flatten();
-            index = pending.write(extra.as_deref(), side.as_deref(), used);
+            let pieces = extra.as_ref().map(flat::Encoded::pieces);
+            index = pending.write(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
         }
     });
     let line_flags = if flags.is_empty() {

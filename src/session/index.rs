@@ -85,7 +85,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 10;
+const FORMAT: u32 = 11;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -264,7 +264,7 @@ impl Grow {
             self.side_at,
             usize::try_from(self.side_len).ok()?,
         )?;
-        (side_sum(&[&side]) == self.side_sum).then_some(side)
+        (blocks_sum(&[&side]) == self.side_sum).then_some(side)
     }
 
     /// Atomically write the index extended by `appended` (the decode of the complete lines
@@ -281,7 +281,7 @@ impl Grow {
         complete: u64,
         appended: &Decoded,
         chunk: &[u8],
-        extra: &[u8],
+        extra: &[&[u8]],
         side: &[&[u8]],
     ) -> bool {
         let Some(head) = self.grown_head(file, complete, appended, chunk.len()) else {
@@ -298,7 +298,7 @@ impl Grow {
                 || write_index(&self.target, complete, &head, &[], &[], &back)
         } else {
             // Without a skeleton the file is only worth its extra data; `chunk` is empty.
-            !extra.is_empty()
+            extra.iter().any(|p| !p.is_empty())
                 && chunk.is_empty()
                 && write_index(
                     &self.target,
@@ -787,13 +787,13 @@ impl Pending {
     /// dropped. Returns how the call used the index: `used`, or `Unavailable` when a
     /// `Built`/`Extended` index could not be kept.
     /// Not written (as if it could not be) when [`Self::encode`] was not called.
-    pub fn write(&self, extra: Option<&[u8]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
+    pub fn write(&self, extra: Option<&[&[u8]]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
         let kept = match &self.encoded {
             None => false,
             Some((head, skeleton)) => {
                 let back = Back::Whole(skeleton);
                 match extra {
-                    Some(extra) if !extra.is_empty() => {
+                    Some(extra) if extra.iter().any(|p| !p.is_empty()) => {
                         let side = side.unwrap_or_default();
                         write_index(&self.target, self.complete, head, extra, &[side], &back)
                             || write_index(
@@ -837,25 +837,26 @@ enum Back<'a> {
 }
 
 /// Write an index file atomically (temp file + rename): preamble, front (`head` and
-/// `extra`), `side`, skeleton chunks. `false` when it would exceed its share of the
-/// `complete` bytes it covers or cannot be written.
+/// `extra`, the extra data in pieces), `side` (in pieces), skeleton chunks. `false` when it
+/// would exceed its share of the `complete` bytes it covers or cannot be written.
 fn write_index(
     target: &Path,
     complete: u64,
     head: &[u8],
-    extra: &[u8],
+    extra: &[&[u8]],
     side: &[&[u8]],
     back: &Back<'_>,
 ) -> bool {
-    // The front is the head, the extra data's length, the extra data (written as it is: it
-    // can be megabytes).
+    // The front is the head, the extra data's length, the extra data (written from its
+    // pieces as they are: it can be megabytes).
+    let extra_len: usize = extra.iter().map(|p| p.len()).sum();
     let mut front = Out {
         buf: Vec::with_capacity(head.len() + 16),
     };
     front.buf.extend_from_slice(head);
-    front.u(extra.len() as u64);
+    front.u(extra_len as u64);
     let front_head = front.buf;
-    let front_len = front_head.len() + extra.len();
+    let front_len = front_head.len() + extra_len;
     let back_len = match back {
         Back::Whole(chunks) => chunks.iter().map(|c| c.len() as u64).sum(),
         Back::Copy { len, chunks, .. } => len + (chunks[0].len() + chunks[1].len()) as u64,
@@ -869,9 +870,10 @@ fn write_index(
     preamble.extend_from_slice(MAGIC);
     preamble.extend_from_slice(&FORMAT.to_le_bytes());
     preamble.extend_from_slice(&(front_len as u64).to_le_bytes());
-    preamble.extend_from_slice(&front_sum(&front_head, extra).to_le_bytes());
+    // The checksums of the front and the side are known once they are written (each block
+    // is hashed as it goes out): their places are filled in last.
+    preamble.extend_from_slice(&0u64.to_le_bytes());
     preamble.extend_from_slice(&(side_len as u64).to_le_bytes());
-    // The side's checksum is known once it is written: its place is filled in last.
     preamble.extend_from_slice(&0u64.to_le_bytes());
     let Some(dir) = target.parent() else {
         return false;
@@ -880,10 +882,13 @@ fn write_index(
         let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
         temp.write_all(&preamble)?;
         temp.write_all(&front_head)?;
-        temp.write_all(extra)?;
-        let sum = write_side(temp.as_file_mut(), side)?;
+        let extra_sum = write_blocks(temp.as_file_mut(), extra)?;
+        let side_sum = write_blocks(temp.as_file_mut(), side)?;
+        let front_sum = front_sum(&front_head, extra_sum);
         temp.as_file()
-            .write_all_at(&sum.to_le_bytes(), (PREAMBLE - 8) as u64)?;
+            .write_all_at(&front_sum.to_le_bytes(), FRONT_SUM_AT as u64)?;
+        temp.as_file()
+            .write_all_at(&side_sum.to_le_bytes(), (PREAMBLE - 8) as u64)?;
         match back {
             Back::Whole(chunks) => {
                 for chunk in *chunks {
@@ -1230,24 +1235,26 @@ fn checksum(body: &[u8]) -> u64 {
     FxBuildHasher.hash_one(body)
 }
 
-/// The side section is checksummed in blocks of this many bytes (the last one shorter).
-const SIDE_BLOCK: usize = 64 << 10;
+/// The extra data and the side section are checksummed in blocks of this many bytes (the
+/// last one shorter).
+const BLOCK: usize = 64 << 10;
 
-/// The checksum of a side section given in pieces (their concatenation): the checksums of
-/// its `SIDE_BLOCK`-byte blocks, combined, so an extension writes the side straight from
-/// runs of the old one and the few new values, without assembling it in memory.
-fn side_sum(pieces: &[&[u8]]) -> u64 {
-    let mut blocks = SideBlocks::default();
+/// The checksum of bytes given in pieces (their concatenation): the checksums of its
+/// `BLOCK`-byte blocks, combined. So a caller's extra data and side are written straight
+/// from the arrays they are made of (a projection's records; runs of the old side and the
+/// few new values), without assembling them in memory first.
+fn blocks_sum(pieces: &[&[u8]]) -> u64 {
+    let mut blocks = Blocks::default();
     for piece in pieces {
         blocks.push(piece, &mut |_| Ok(())).unwrap_or_default();
     }
     blocks.finish(&mut |_| Ok(())).unwrap_or_default()
 }
 
-/// Write a side section given in pieces to `out` (through one block-sized buffer) and
-/// return its checksum ([`side_sum`]).
-fn write_side(out: &mut File, pieces: &[&[u8]]) -> std::io::Result<u64> {
-    let mut blocks = SideBlocks::default();
+/// Write bytes given in pieces to `out` (through one block-sized buffer) and return their
+/// checksum ([`blocks_sum`]).
+fn write_blocks(out: &mut File, pieces: &[&[u8]]) -> std::io::Result<u64> {
+    let mut blocks = Blocks::default();
     let mut emit = |block: &[u8]| out.write_all(block);
     for piece in pieces {
         blocks.push(piece, &mut emit)?;
@@ -1255,32 +1262,32 @@ fn write_side(out: &mut File, pieces: &[&[u8]]) -> std::io::Result<u64> {
     blocks.finish(&mut emit)
 }
 
-/// Cuts a byte stream into `SIDE_BLOCK`-byte blocks, hashing each (and handing it on).
+/// Cuts a byte stream into `BLOCK`-byte blocks, hashing each (and handing it on).
 #[derive(Default)]
-struct SideBlocks {
+struct Blocks {
     stage: Vec<u8>,
     sums: Vec<u64>,
 }
 
-impl SideBlocks {
+impl Blocks {
     fn push(
         &mut self,
         mut bytes: &[u8],
         emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         while !bytes.is_empty() {
-            if self.stage.is_empty() && bytes.len() >= SIDE_BLOCK {
+            if self.stage.is_empty() && bytes.len() >= BLOCK {
                 // A whole block in place: no copy.
-                let (block, rest) = bytes.split_at(SIDE_BLOCK);
+                let (block, rest) = bytes.split_at(BLOCK);
                 self.sums.push(checksum(block));
                 emit(block)?;
                 bytes = rest;
                 continue;
             }
-            let take = (SIDE_BLOCK - self.stage.len()).min(bytes.len());
+            let take = (BLOCK - self.stage.len()).min(bytes.len());
             self.stage.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
-            if self.stage.len() == SIDE_BLOCK {
+            if self.stage.len() == BLOCK {
                 self.sums.push(checksum(&self.stage));
                 emit(&self.stage)?;
                 self.stage.clear();
@@ -1301,10 +1308,11 @@ impl SideBlocks {
     }
 }
 
-/// The checksum of a front section: of its head (with the extra data's length) and of its
-/// extra data, combined (so the extra data is written without copying it behind the head).
-fn front_sum(head: &[u8], extra: &[u8]) -> u64 {
-    FxBuildHasher.hash_one((checksum(head), checksum(extra)))
+/// The checksum of a front section from those of its head (with the extra data's length)
+/// and of its extra data ([`blocks_sum`]), so the extra data is written from its pieces
+/// without copying them behind the head.
+fn front_sum(head: &[u8], extra_sum: u64) -> u64 {
+    FxBuildHasher.hash_one((checksum(head), extra_sum))
 }
 
 /// Whether a front section read back has checksum `sum`: where its extra data starts is
@@ -1313,7 +1321,7 @@ fn front_ok(front: &[u8], sum: u64) -> bool {
     let mut r = In { buf: front, at: 0 };
     decode_head(&mut r).and_then(|_| r.u()).is_some() && {
         let (head, extra) = front.split_at(r.at);
-        front_sum(head, extra) == sum
+        front_sum(head, blocks_sum(&[extra])) == sum
     }
 }
 
@@ -1361,6 +1369,8 @@ impl<'a> In<'a> {
 /// Bytes before the front section: magic, format, front length and checksum, side length
 /// and checksum.
 const PREAMBLE: usize = 8 + 4 + 8 + 8 + 8 + 8;
+/// Where the front's checksum lies in the preamble.
+const FRONT_SUM_AT: usize = 20;
 
 /// The preamble's fields.
 #[derive(Clone, Copy)]
@@ -1380,7 +1390,7 @@ fn preamble(bytes: &[u8]) -> Option<Pre> {
         .then_some(())?;
     Some(Pre {
         front_len: usize::try_from(word(12)?).ok()?,
-        front_sum: word(20)?,
+        front_sum: word(FRONT_SUM_AT)?,
         side_len: word(28)?,
         side_sum: word(36)?,
     })
@@ -1394,7 +1404,7 @@ fn checked_sections(file: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
     let rest = file.get(PREAMBLE..)?;
     let (front, rest) = rest.split_at_checked(pre.front_len)?;
     let (side, back) = rest.split_at_checked(usize::try_from(pre.side_len).ok()?)?;
-    (front_ok(front, pre.front_sum) && side_sum(&[side]) == pre.side_sum)
+    (front_ok(front, pre.front_sum) && blocks_sum(&[side]) == pre.side_sum)
         .then_some((front, side, back))
 }
 
@@ -1884,10 +1894,10 @@ mod tests {
     }
 
     #[test]
-    fn the_side_checksum_of_pieces_is_that_of_their_concatenation_and_they_are_written_whole() {
+    fn a_checksum_of_pieces_is_that_of_their_concatenation_and_they_are_written_whole() {
         use std::io::{Read, Seek};
         let whole: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        let want = side_sum(&[&whole]);
+        let want = blocks_sum(&[&whole]);
         for cuts in [
             vec![],
             vec![1],
@@ -1901,9 +1911,9 @@ mod tests {
                 from = cut;
             }
             pieces.push(&whole[from..]);
-            assert_eq!(side_sum(&pieces), want, "cuts {cuts:?}");
+            assert_eq!(blocks_sum(&pieces), want, "cuts {cuts:?}");
             let mut file = tempfile::tempfile().unwrap();
-            assert_eq!(write_side(&mut file, &pieces).unwrap(), want);
+            assert_eq!(write_blocks(&mut file, &pieces).unwrap(), want);
             let mut back = Vec::new();
             file.rewind().unwrap();
             file.read_to_end(&mut back).unwrap();
@@ -1911,8 +1921,8 @@ mod tests {
         }
         let mut changed = whole.clone();
         changed[131_072] ^= 1;
-        assert_ne!(side_sum(&[&changed]), want);
-        assert_ne!(side_sum(&[&whole[..199_999]]), want);
+        assert_ne!(blocks_sum(&[&changed]), want);
+        assert_ne!(blocks_sum(&[&whole[..199_999]]), want);
     }
 
     #[test]

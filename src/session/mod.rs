@@ -684,7 +684,7 @@ impl Appended {
             self.complete,
             &self.decoded,
             self.chunk(),
-            extra,
+            &[extra],
             side,
         )
     }
