@@ -17,6 +17,7 @@ pub mod dream;
 pub mod envelope;
 pub mod fsio;
 pub mod history;
+pub mod memory;
 pub mod notes;
 pub mod protocol;
 pub mod session;

@@ -269,6 +269,9 @@ pub fn main() -> u8 {
             };
         }
     };
+    if !matches!(cli.command, Command::Mcp(_)) {
+        crate::memory::exit_follows_the_call();
+    }
     let env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
