@@ -24,3 +24,32 @@ pub(crate) fn release<'scope, T: Send + 'scope>(scope: &'scope Scope<'scope, '_>
         scope.spawn(move || drop(value));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    struct Counted<'a>(&'a AtomicUsize);
+
+    impl Drop for Counted<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn released_memory_is_freed_unless_the_process_exits_after_the_call() {
+        // Both halves in one test: the flag is for the whole process and is never unset.
+        let drops = AtomicUsize::new(0);
+        std::thread::scope(|scope| release(scope, Counted(&drops)));
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "freed on a thread of the scope"
+        );
+        exit_follows_the_call();
+        std::thread::scope(|scope| release(scope, Counted(&drops)));
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "left to the exit");
+    }
+}
