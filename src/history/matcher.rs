@@ -843,14 +843,27 @@ mod tests {
             let mut memo = LineMemo::new();
             let mut start = 0usize;
             // The end of the last whole line.
-            let whole = if last_newline { bytes.len() } else { file.rfind('\n').map_or(0, |i| i + 1) };
+            let whole = if last_newline {
+                bytes.len()
+            } else {
+                file.rfind('\n').map_or(0, |i| i + 1)
+            };
             for (k, line) in lines.iter().enumerate() {
                 let len = line.len();
                 // The reader's hay: this line and the whole lines after it (a last line
                 // without `\n` is handed alone).
-                let hay = if start + len < whole { &bytes[start..whole] } else { &bytes[start..start + len] };
+                let hay = if start + len < whole {
+                    &bytes[start..whole]
+                } else {
+                    &bytes[start..start + len]
+                };
                 if tested[k] {
-                    let ahead = TestedLine { hay, offset: 1000 + start as u64, len, escapes: false };
+                    let ahead = TestedLine {
+                        hay,
+                        offset: 1000 + start as u64,
+                        len,
+                        escapes: false,
+                    };
                     let alone = TestedLine::alone(line.as_bytes(), 0, false);
                     proptest::prop_assert_eq!(
                         p.line_mask(&ahead, &mut memo),

@@ -414,9 +414,9 @@ fn open_testing_lines(
     // The skeleton is freed (a free per heap string: ≈ 2 ms on 63 k entries) on the other
     // core while this one encodes and writes the index, or left to the exit when the process
     // ends with this call: freeing it beside the write still cost a cold search on 110 k
-    // entries ≈ 6 ms of CPU and 2 ms of wall time. Encoding the stored projection before it is freed (beside
-    // the side data) was ≈ 1 ms faster but raised peak RSS by 3 MB on the bench session and
-    // 8 MB on a session of short lines.
+    // entries ≈ 6 ms of CPU and 2 ms of wall time. Encoding the stored projection before it
+    // is freed (beside the side data) was ≈ 1 ms faster but raised peak RSS by 3 MB on the
+    // bench session and 8 MB on a session of short lines.
     let (file, skeleton) = session.into_file_and_skeleton();
     let mut index = used;
     std::thread::scope(|scope| {
