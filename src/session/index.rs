@@ -298,7 +298,7 @@ impl Grow {
                 || write_index(&self.target, complete, &head, &[], &[], &back)
         } else {
             // Without a skeleton the file is only worth its extra data; `chunk` is empty.
-            extra.iter().any(|p| !p.is_empty())
+            pieces_len(extra) != 0
                 && chunk.is_empty()
                 && write_index(
                     &self.target,
@@ -793,7 +793,7 @@ impl Pending {
             Some((head, skeleton)) => {
                 let back = Back::Whole(skeleton);
                 match extra {
-                    Some(extra) if extra.iter().any(|p| !p.is_empty()) => {
+                    Some(extra) if pieces_len(extra) != 0 => {
                         let side = side.unwrap_or_default();
                         write_index(&self.target, self.complete, head, extra, &[side], &back)
                             || write_index(
@@ -836,6 +836,11 @@ enum Back<'a> {
     },
 }
 
+/// The length of bytes given in pieces (the caller's extra data, the side).
+fn pieces_len(pieces: &[&[u8]]) -> usize {
+    pieces.iter().map(|p| p.len()).sum()
+}
+
 /// Write an index file atomically (temp file + rename): preamble, front (`head` and
 /// `extra`, the extra data in pieces), `side` (in pieces), skeleton chunks. `false` when it
 /// would exceed its share of the `complete` bytes it covers or cannot be written.
@@ -849,7 +854,7 @@ fn write_index(
 ) -> bool {
     // The front is the head, the extra data's length, the extra data (written from its
     // pieces as they are: it can be megabytes).
-    let extra_len: usize = extra.iter().map(|p| p.len()).sum();
+    let extra_len = pieces_len(extra);
     let mut front = Out {
         buf: Vec::with_capacity(head.len() + 16),
     };
@@ -861,7 +866,7 @@ fn write_index(
         Back::Whole(chunks) => chunks.iter().map(|c| c.len() as u64).sum(),
         Back::Copy { len, chunks, .. } => len + (chunks[0].len() + chunks[1].len()) as u64,
     };
-    let side_len: usize = side.iter().map(|p| p.len()).sum();
+    let side_len = pieces_len(side);
     let total = (PREAMBLE + front_len + side_len) as u64 + back_len;
     if total * 100 > complete * MAX_SHARE_PERCENT {
         return false;
