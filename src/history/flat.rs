@@ -813,10 +813,10 @@ pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s
     if leaf + 1 != session.entries.len() {
         return None;
     }
-    let leaf = session.entries[leaf].id.as_deref()?;
+    let leaf = session.entries[leaf].id()?;
     let mut branch_ids: Vec<u32> = branch
         .iter()
-        .filter_map(|&i| session.entries[i].id.as_deref().map(side_hash))
+        .filter_map(|&i| session.entries[i].id().map(side_hash))
         .collect();
     branch_ids.sort_unstable();
     branch_ids.dedup();
@@ -1149,12 +1149,16 @@ pub fn extend(
     let mut line_count = base_lines + lines.len() / LINE_BYTES;
     lines.reserve(entries.len() * LINE_BYTES);
     events.reserve(entries.len() * 64);
+    // The first appended entry was decoded without the one before it (in the index), so its
+    // parent is its own.
+    let mut before = None;
     for entry in entries {
         // Only a chain that continues the default branch is extended in place.
-        let id = entry.id.as_deref()?;
-        if entry.parent_id.as_deref() != Some(leaf.as_str()) {
+        let id = entry.id()?;
+        if entry.parent_id(before) != Some(leaf.as_str()) {
             return None;
         }
+        before = Some(entry);
         let hash = side_hash(id);
         if side.on_branch(hash) || branch.binary_search(&hash).is_ok() || !new_ids.insert(hash) {
             return None;
@@ -1181,8 +1185,8 @@ pub fn extend(
             &mut lines,
             &Line {
                 offset: entry.offset,
-                len: entry.len,
-                escapes: entry.escapes,
+                len: entry.line_len(),
+                escapes: entry.escapes(),
             },
         )?;
         let text = |role, has_text| Event {

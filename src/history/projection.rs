@@ -646,8 +646,8 @@ impl Projection {
                 entry_of_line.push(entry);
                 lines.push(Line {
                     offset: e.offset,
-                    len: e.len,
-                    escapes: e.escapes,
+                    len: e.line_len(),
+                    escapes: e.escapes(),
                 });
             }
             line_of[entry] as usize

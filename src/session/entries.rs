@@ -40,6 +40,12 @@ impl Entries {
         self.parts[part].get(index - self.starts[part])
     }
 
+    /// The parent id of the entry at `index`.
+    pub fn parent_id(&self, index: usize) -> Option<&str> {
+        let before = index.checked_sub(1).and_then(|before| self.get(before));
+        self.get(index)?.parent_id(before)
+    }
+
     pub fn last(&self) -> Option<&Entry> {
         self.parts.last().and_then(|part| part.last())
     }
@@ -134,27 +140,31 @@ impl From<Vec<Entry>> for Entries {
 }
 
 /// The same entries in the same order, however they are split into parts.
+/// The same entries: the same facts in the same order, however they are split in parts and
+/// however each keeps its parent id ([`super::Lineage`]).
 impl PartialEq for Entries {
     fn eq(&self, other: &Entries) -> bool {
-        self.len == other.len && self.iter().eq(other.iter())
+        fn facts(entries: &Entries) -> impl Iterator<Item = impl PartialEq + '_> {
+            let mut before = None;
+            entries.iter().map(move |e| {
+                let parent = e.parent_id(before);
+                before = Some(e);
+                let line = (e.line_no, e.offset, e.line_len(), e.escapes());
+                (line, e.id(), parent, &e.kind)
+            })
+        }
+        self.len == other.len && facts(self).eq(facts(other))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::EntryKind;
+    use crate::session::{EntryKind, Lineage};
 
     fn entry(n: u64) -> Entry {
-        Entry {
-            line_no: n,
-            offset: n * 10,
-            len: 9,
-            escapes: false,
-            id: Some(format!("e{n}").into()),
-            parent_id: None,
-            kind: EntryKind::Label,
-        }
+        let lineage = Lineage::new(Some(format!("e{n}").into()), None, None);
+        Entry::new(n, n * 10, 9, false, lineage, EntryKind::Label)
     }
 
     #[test]
@@ -183,6 +193,39 @@ mod tests {
         assert_eq!(entries.as_slice().map(<[Entry]>::len), Some(8));
         assert_eq!(entries, one);
         assert_eq!(entries[7].line_no, 7);
+    }
+
+    #[test]
+    fn a_parent_kept_as_the_entry_before_reads_across_parts() {
+        // e1's parent is e0, the entry before it, whether or not that is known when e1 is made.
+        let child = |before: Option<&Entry>| {
+            let lineage = Lineage::new(Some("e1".into()), Some("e0".into()), before);
+            Entry::new(1, 10, 9, false, lineage, EntryKind::Label)
+        };
+        let root = entry(0);
+        let continuing = child(Some(&root));
+        assert!(matches!(continuing.lineage, Lineage::Continues(_)));
+        let explicit = child(None);
+        assert!(matches!(explicit.lineage, Lineage::Other(_)));
+        // A parent that is not the entry before is kept as written.
+        let elsewhere = child(Some(&entry(5)));
+        assert_eq!(elsewhere.parent_id(Some(&entry(5))), Some("e0"));
+
+        let mut split = Entries::new();
+        split.push_part(vec![root.clone()]);
+        split.push_part(vec![continuing.clone()]);
+        let whole: Entries = vec![root.clone(), explicit].into();
+        for entries in [&split, &whole] {
+            assert_eq!(entries.parent_id(0), None);
+            assert_eq!(entries.parent_id(1), Some("e0"));
+            assert_eq!(entries.parent_id(2), None);
+        }
+        assert_eq!(split, whole);
+        let other: Entries = vec![root, elsewhere].into();
+        assert_eq!(other.parent_id(1), Some("e0"));
+        assert_eq!(other, whole);
+        let orphan: Entries = vec![entry(0), entry(1)].into();
+        assert_ne!(orphan, whole);
     }
 
     #[test]

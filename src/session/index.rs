@@ -37,8 +37,8 @@ use sha1::{Digest, Sha1};
 use super::mapped::Mapped;
 use super::{
     CustomMeta, Decoded, Entries, Entry, EntryKind, Header, LineMemo, LineReader, LineTest,
-    MessageExtras, MessageMeta, PositionedReader, Role, SessionError, TestedLine, ToolCallMeta,
-    decode_range, io_error_of,
+    Lineage, MessageExtras, MessageMeta, PositionedReader, Role, SessionError, TestedLine,
+    ToolCallMeta, decode_range, io_error_of,
 };
 
 /// How a read may use the index.
@@ -118,7 +118,7 @@ pub fn index_path(cache: &Path, canonical: &Path) -> PathBuf {
 }
 
 /// Read a session through its index (see the module docs): the decoded file, with flags from
-/// `test` for every entry when `want_flags`, how the index was used, and the index write
+/// `test` for every entry when there is one, how the index was used, and the index write
 /// still to do (for `Built` and `Extended`, and for a reused index without extra data).
 pub(crate) fn open_through_index(
     path: &Path,
@@ -126,8 +126,7 @@ pub(crate) fn open_through_index(
     meta: &Metadata,
     cache: &Path,
     now: SystemTime,
-    want_flags: bool,
-    test: &LineTest<'_>,
+    test: Option<&LineTest<'_>>,
 ) -> Result<(Decoded, IndexUse, Option<Pending>), SessionError> {
     let size = meta.len();
     let io_error = |source: std::io::Error| io_error_of(path, source);
@@ -160,7 +159,7 @@ pub(crate) fn open_through_index(
             let indexed = stored.indexed_len;
             let had_extra = stored.has_extra;
             let mut decoded = stored.decoded;
-            if want_flags {
+            if let Some(test) = test {
                 decoded.flags = scan_flags(file, &decoded.entries, test).map_err(io_error)?;
             }
             if indexed < complete {
@@ -572,7 +571,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
     let Some(last) = entries.last() else {
         return Ok(Vec::new());
     };
-    let bytes = last.offset + last.len;
+    let bytes = last.offset + last.line_len();
     let threads = crate::threads::worker_threads();
     let groups = (bytes / super::PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64) as usize;
     let per = entries.len().div_ceil(groups);
@@ -583,7 +582,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
         let mut reader = LineReader::new(PositionedReader {
             file,
             at: first.offset,
-            end: last.offset + last.len,
+            end: last.offset + last.line_len(),
         });
         reader.base = first.offset;
         let mut flags = Vec::with_capacity(group.len());
@@ -598,7 +597,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
                     hay,
                     offset,
                     len: body.len(),
-                    escapes: entry.escapes,
+                    escapes: entry.escapes(),
                 };
                 flags.push(test(&line, &mut memo));
             }
@@ -756,7 +755,15 @@ impl Pending {
             return;
         }
         // A chunk per part of the indexed entries.
-        let skeleton: Vec<Vec<u8>> = entries.prefix(self.entries).map(chunk_of).collect();
+        let mut before = None;
+        let skeleton: Vec<Vec<u8>> = entries
+            .prefix(self.entries)
+            .map(|part| {
+                let chunk = chunk_of(part, before);
+                before = part.last();
+                chunk
+            })
+            .collect();
         let back_len = skeleton.iter().map(Vec::len).sum::<usize>();
         self.encoded = Some((self.head(back_len as u64), skeleton));
     }
@@ -924,9 +931,10 @@ fn write_index(
     written.is_ok()
 }
 
-/// One skeleton chunk: its body's length and checksum, then the body.
-pub(crate) fn chunk_of(entries: &[Entry]) -> Vec<u8> {
-    encode_skeleton(entries).place(0)
+/// One skeleton chunk of `entries`, which come right after `before` in the file: its body's
+/// length and checksum, then the body.
+pub(crate) fn chunk_of(entries: &[Entry], before: Option<&Entry>) -> Vec<u8> {
+    encode_skeleton(entries, before).place(0)
 }
 
 /// A skeleton chunk as a decode thread encodes the entries it decoded: framed, but with line
@@ -1054,8 +1062,8 @@ fn role_tag(role: &Role) -> u64 {
 
 /// A skeleton chunk (see [`Framed`]): its body is its string table, then its entries
 /// (offsets, line numbers and timestamps coded against the chunk's previous entry).
-pub(crate) fn encode_skeleton(entries: &[Entry]) -> Framed {
-    encode_skeleton_with(SkeletonBuffers::for_entries(entries.len()), entries)
+pub(crate) fn encode_skeleton(entries: &[Entry], before: Option<&Entry>) -> Framed {
+    encode_skeleton_with(SkeletonBuffers::for_entries(entries.len()), entries, before)
 }
 
 /// The buffers a skeleton chunk of `n` entries is encoded in, allocated before the encoding
@@ -1085,6 +1093,7 @@ impl SkeletonBuffers<'_> {
 pub(crate) fn encode_skeleton_with<'a>(
     buffers: SkeletonBuffers<'a>,
     entries: &'a [Entry],
+    before: Option<&'a Entry>,
 ) -> Framed {
     let SkeletonBuffers {
         mut strings,
@@ -1107,20 +1116,25 @@ pub(crate) fn encode_skeleton_with<'a>(
             body.u(entry.line_no - previous_line);
         }
         body.u(entry.offset - previous_end);
-        body.u(entry.len << 1 | u64::from(entry.escapes));
+        body.u(entry.line_len() << 1 | u64::from(entry.escapes()));
         previous_line = entry.line_no;
-        previous_end = entry.offset + entry.len;
-        put_id(&mut body, entry.id.as_deref());
+        previous_end = entry.offset + entry.line_len();
+        put_id(&mut body, entry.id());
         // Parent: 0 none, 1 the previous entry's id, else 2 then the id.
-        match entry.parent_id.as_deref() {
-            None => body.u(0),
-            Some(p) if previous_id == Some(p) => body.u(1),
-            Some(p) => {
-                body.u(2);
-                body.bytes(p.as_bytes());
-            }
+        match &entry.lineage {
+            Lineage::Continues(_) if n > 0 => body.u(1),
+            // The first entry's parent is coded in full, even when it is the entry before
+            // the chunk.
+            _ => match entry.parent_id(n.checked_sub(1).map_or(before, |b| Some(&entries[b]))) {
+                None => body.u(0),
+                Some(p) if previous_id == Some(p) => body.u(1),
+                Some(p) => {
+                    body.u(2);
+                    body.bytes(p.as_bytes());
+                }
+            },
         }
-        previous_id = entry.id.as_deref();
+        previous_id = entry.id();
         // Timestamp: 0 none, else 1 + the prefix shared with the previous one, then the rest.
         match entry.timestamp() {
             None => body.u(0),
@@ -1576,10 +1590,16 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         previous_line = line_no;
         previous_end = end;
         let entry_id = id(&mut r)?;
-        let parent_id = match r.u()? {
-            0 => None,
-            1 => Some(entries.last()?.id.clone()?),
-            2 => Some(r.str()?.into()),
+        let lineage = match (r.u()?, entry_id) {
+            (0, id) => Lineage::Other(Box::new((id, None))),
+            (1, id) => {
+                let before = entries.last()?.id()?;
+                match id {
+                    Some(id) => Lineage::Continues(id),
+                    None => Lineage::Other(Box::new((None, Some(before.into())))),
+                }
+            }
+            (2, id) => Lineage::new(id, Some(r.str()?.into()), entries.last()),
             _ => return None,
         };
         let mut timestamp = match r.u()? {
@@ -1683,15 +1703,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
         if timestamp.is_some() {
             return None;
         }
-        entries.push(Entry {
-            line_no,
-            offset,
-            len,
-            escapes,
-            id: entry_id,
-            parent_id,
-            kind,
-        });
+        entries.push(Entry::new(line_no, offset, len, escapes, lineage, kind));
     }
     (r.at == body.len()).then_some(())
 }
@@ -1868,7 +1880,7 @@ mod tests {
             panic!("a message")
         };
         assert_eq!(m.tool_call_id(), Some("call-one"));
-        assert_eq!(indexed.entries[4].parent_id.as_deref(), Some("a1"));
+        assert_eq!(indexed.entries.parent_id(4), Some("a1"));
     }
 
     #[test]

@@ -252,29 +252,104 @@ pub struct CustomMeta {
 }
 
 /// One entry line, decoded lightly.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// 1-based line number in the file.
     pub line_no: u64,
     /// Byte offset of the line start.
     pub offset: u64,
-    /// Byte length of the line, without its `\n`.
-    pub len: u64,
-    /// The line holds an escape JavaScript's `JSON.stringify` would not write (see
-    /// [`has_foreign_escape`]), so text decoded from it may differ from its bytes.
-    pub escapes: bool,
-    /// Entry id (synthesised as `L<line_no>` for v1 files, which have none).
-    pub id: Option<CompactString>,
-    /// Parent id; `None` for a root (or a v1 file's first entry).
-    pub parent_id: Option<CompactString>,
+    /// The line's byte length (without its `\n`) shifted left by one, and in the low bit
+    /// [`Entry::escapes`]: a `bool` field of its own took a word of padding.
+    len_escapes: u64,
+    /// Its id (synthesised as `L<line_no>` for v1 files, which have none) and its parent's.
+    pub lineage: Lineage,
     pub kind: EntryKind,
 }
 
+/// An entry's id and its parent's id (`None` for a root, or a v1 file's first entry).
+///
+/// Nearly every entry of a Pi session names the entry before it in the file as its parent,
+/// so that parent id is not kept twice: an entry is read for every line of a session, and
+/// a second id made it 24 bytes larger (5 MB of a cold read's memory on a 100 MiB session of
+/// short lines). Which entry is "before" is the caller's to say ([`Entry::parent_id`]).
+#[derive(Debug, Clone)]
+pub enum Lineage {
+    /// The id; the parent is the entry before this one in the file, which has an id.
+    Continues(CompactString),
+    /// Any other id and parent (boxed, so the usual case takes one id's room).
+    Other(Box<(Option<CompactString>, Option<CompactString>)>),
+}
+
+impl Lineage {
+    /// The lineage of an entry with `id` and `parent`, coming right after `before` in the
+    /// file (`None` for the first entry, or when not known).
+    pub fn new(
+        id: Option<CompactString>,
+        parent: Option<CompactString>,
+        before: Option<&Entry>,
+    ) -> Lineage {
+        match (id, parent) {
+            (Some(id), Some(parent)) if before.and_then(Entry::id) == Some(parent.as_str()) => {
+                Lineage::Continues(id)
+            }
+            (id, parent) => Lineage::Other(Box::new((id, parent))),
+        }
+    }
+}
+
 impl Entry {
+    pub fn new(
+        line_no: u64,
+        offset: u64,
+        len: u64,
+        escapes: bool,
+        lineage: Lineage,
+        kind: EntryKind,
+    ) -> Entry {
+        Entry {
+            line_no,
+            offset,
+            len_escapes: len << 1 | u64::from(escapes),
+            lineage,
+            kind,
+        }
+    }
+
+    /// Byte length of the line, without its `\n`.
+    pub fn line_len(&self) -> u64 {
+        self.len_escapes >> 1
+    }
+
+    /// The line holds an escape JavaScript's `JSON.stringify` would not write (see
+    /// [`has_foreign_escape`]), so text decoded from it may differ from its bytes.
+    pub fn escapes(&self) -> bool {
+        self.len_escapes & 1 == 1
+    }
+
+    /// Its id.
+    pub fn id(&self) -> Option<&str> {
+        match &self.lineage {
+            Lineage::Continues(id) => Some(id),
+            Lineage::Other(ids) => ids.0.as_deref(),
+        }
+    }
+
+    /// Its parent's id, when it comes right after `before` in the file (`None` for the
+    /// first entry).
+    pub fn parent_id<'a>(&'a self, before: Option<&'a Entry>) -> Option<&'a str> {
+        match &self.lineage {
+            Lineage::Continues(_) => before.and_then(Entry::id),
+            Lineage::Other(ids) => ids.1.as_deref(),
+        }
+    }
+
     /// Whether this entry's parent is `before`, the entry before it in the file (it names
     /// that entry's id): what a bit of [`Session`]'s `continues` says.
     fn continues(&self, before: &Entry) -> bool {
-        self.parent_id.is_some() && self.parent_id == before.id
+        match &self.lineage {
+            Lineage::Continues(_) => true,
+            Lineage::Other(ids) => ids.1.is_some() && ids.1.as_deref() == before.id(),
+        }
     }
 
     /// A `custom` entry's ISO timestamp, when a string (`None` for every other entry: only a
@@ -322,14 +397,14 @@ impl Ids {
         let mut by_id = HashTable::with_capacity(entries.len());
         let mut unique = true;
         for (index, entry) in entries.iter().enumerate() {
-            let Some(id) = entry.id.as_deref() else {
+            let Some(id) = entry.id() else {
                 continue;
             };
             // One probe for both the lookup and the insert.
             match by_id.entry(
                 id_hash(id),
-                |&i: &usize| entries[i].id.as_deref() == Some(id),
-                |&i: &usize| id_hash(entries[i].id.as_deref().unwrap_or_default()),
+                |&i: &usize| entries[i].id() == Some(id),
+                |&i: &usize| id_hash(entries[i].id().unwrap_or_default()),
             ) {
                 hashbrown::hash_table::Entry::Occupied(mut slot) => {
                     *slot.get_mut() = index;
@@ -394,11 +469,10 @@ impl Session {
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
-        let test =
-            |line: &TestedLine<'_>, memo: &mut LineMemo| line_test.map_or(0, |t| t(line, memo));
         let (mut decoded, use_, pending) = match mode {
             IndexMode::Off | IndexMode::Unavailable => {
-                let decoded = decode_range(path, &file, size, 0, size, &test, Decoded::empty())?;
+                let decoded =
+                    decode_range(path, &file, size, 0, size, line_test, Decoded::empty())?;
                 let use_ = if matches!(mode, IndexMode::Off) {
                     IndexUse::Bypassed
                 } else {
@@ -406,17 +480,11 @@ impl Session {
                 };
                 (decoded, use_, None)
             }
-            IndexMode::In { dir, now } => index::open_through_index(
-                path,
-                &file,
-                &meta,
-                dir,
-                *now,
-                line_test.is_some(),
-                &test,
-            )?,
+            IndexMode::In { dir, now } => {
+                index::open_through_index(path, &file, &meta, dir, *now, line_test)?
+            }
         };
-        let mut flags = std::mem::take(&mut decoded.flags);
+        let flags = std::mem::take(&mut decoded.flags);
         let header = decoded.header.ok_or_else(|| SessionError::NotASession {
             path: path.to_path_buf(),
         })?;
@@ -428,9 +496,6 @@ impl Session {
             decoded.skipped,
             decoded.continues,
         );
-        if line_test.is_none() {
-            flags.clear();
-        }
         Ok((session, flags, use_, pending))
     }
 
@@ -488,11 +553,13 @@ impl Session {
         }
         if header.version < 2 {
             // v1 → v2: a single linear chain in file order, with synthetic ids.
-            let mut previous: Option<CompactString> = None;
-            for entry in entries.iter_mut() {
+            for (n, entry) in entries.iter_mut().enumerate() {
                 let id = compact_str::format_compact!("L{}", entry.line_no);
-                entry.parent_id = previous.replace(id.clone());
-                entry.id = Some(id);
+                entry.lineage = if n == 0 {
+                    Lineage::Other(Box::new((Some(id), None)))
+                } else {
+                    Lineage::Continues(id)
+                };
             }
         }
         // The decode threads' bits hold for the file's own ids (v1 ids are made up above).
@@ -524,7 +591,7 @@ impl Session {
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.ids()
             .by_id
-            .find(id_hash(id), |&i| self.entries[i].id.as_deref() == Some(id))
+            .find(id_hash(id), |&i| self.entries[i].id() == Some(id))
             .copied()
     }
 
@@ -533,7 +600,7 @@ impl Session {
     /// the one before it in the file and the first has no parent. `None` otherwise (the branch
     /// must then be walked).
     pub fn chain_branch(&self, leaf: usize) -> Option<Vec<usize>> {
-        let first_is_root = self.entries.get(0)?.parent_id.is_none();
+        let first_is_root = self.entries.get(0)?.parent_id(None).is_none();
         // Bits 1..=leaf of `continues`, a word at a time (bit 0, the first entry, is never
         // set: it has no entry before it).
         let last = leaf / 64;
@@ -583,9 +650,8 @@ impl Session {
             current = if unique && bit(&self.continues, index) {
                 Some(index - 1)
             } else {
-                self.entries[index]
-                    .parent_id
-                    .as_deref()
+                self.entries
+                    .parent_id(index)
                     .and_then(|parent| self.index_of(parent))
             };
         }
@@ -597,7 +663,7 @@ impl Session {
     /// while Pi appends).
     pub fn raw_line(&self, index: usize) -> Result<Vec<u8>, SessionError> {
         let entry = &self.entries[index];
-        read_line_at(&self.path, &self.file, entry.offset, entry.len)
+        read_line_at(&self.path, &self.file, entry.offset, entry.line_len())
     }
 
     /// Fully decode one entry (order-preserving objects), with the in-memory migrations
@@ -609,7 +675,7 @@ impl Session {
             &self.file,
             self.header.version,
             entry.offset,
-            entry.len,
+            entry.line_len(),
         )
     }
 }
@@ -653,7 +719,9 @@ impl Appended {
         if !self.grow.keeps_skeleton() {
             return &[];
         }
-        self.chunk.get_or_init(|| index::chunk_of(self.entries()))
+        // The first entry was decoded without the one before it.
+        self.chunk
+            .get_or_init(|| index::chunk_of(self.entries(), None))
     }
 
     /// Whether a growth file with `payload` stays small beside the index file (see
@@ -734,7 +802,7 @@ impl SessionFile {
                 size,
                 peeked.indexed,
                 peeked.complete,
-                &|_, _| 0,
+                None,
                 so_far,
             )?;
             so_far = Decoded {
@@ -752,7 +820,7 @@ impl SessionFile {
                 chunk: std::cell::OnceCell::new(),
             });
         }
-        let tail = decode_range(path, &file, size, peeked.complete, size, &|_, _| 0, so_far)?;
+        let tail = decode_range(path, &file, size, peeked.complete, size, None, so_far)?;
         if !tail.entries.is_empty() {
             return Ok(None);
         }
@@ -808,7 +876,7 @@ impl SessionFile {
     pub fn tool_result_id_at(&self, offset: u64, len: u64) -> Option<CompactString> {
         let body = self.raw_at(offset, len).ok()?;
         with_raw_entry(&body, |raw, _| {
-            match entry_from_raw(raw, 0, offset, len, 3).kind {
+            match entry_from_raw(raw, (0, offset, len, false), 3, None).kind {
                 EntryKind::Message(m) if m.role == Role::ToolResult => {
                     m.extras.and_then(|extras| extras.tool_call_id)
                 }
@@ -988,6 +1056,7 @@ pub(crate) struct Decoded {
     /// The header, once the first parsed object was one.
     pub header: Option<Header>,
     pub entries: Entries,
+    /// The line test's flag of every entry (empty without a test).
     pub flags: Vec<u64>,
     /// Malformed lines so far.
     pub skipped: u64,
@@ -1025,7 +1094,7 @@ pub(crate) fn decode_range(
     size: u64,
     from: u64,
     to: u64,
-    line_test: &LineTest<'_>,
+    line_test: Option<&LineTest<'_>>,
     mut so_far: Decoded,
 ) -> Result<Decoded, SessionError> {
     let io_error = |source: std::io::Error| io_error_of(path, source);
@@ -1273,7 +1342,7 @@ fn decode_chunk(
     size: u64,
     from: u64,
     to: u64,
-    line_test: &LineTest<'_>,
+    line_test: Option<&LineTest<'_>>,
     encode: Option<Option<&std::sync::Barrier>>,
 ) -> std::io::Result<Chunk> {
     let mut meeting = Meeting(encode.flatten());
@@ -1291,7 +1360,10 @@ fn decode_chunk(
     let expected = |bytes: u64| usize::try_from(bytes / 2048).unwrap_or(0);
     let mut chunk = Chunk {
         entries: Vec::with_capacity(expected(to - from)),
-        flags: Vec::with_capacity(expected(if from == 0 { size } else { to - from })),
+        flags: match line_test {
+            Some(_) => Vec::with_capacity(expected(if from == 0 { size } else { to - from })),
+            None => Vec::new(),
+        },
         first_session: None,
         malformed: 0,
         line_count: 0,
@@ -1320,15 +1392,21 @@ fn decode_chunk(
                     });
                 }
             } else {
-                let line = TestedLine {
-                    hay,
-                    offset,
-                    len: body.len(),
-                    escapes,
-                };
-                chunk.flags.push(line_test(&line, &mut memo));
-                let mut entry = entry_from_raw(raw, line_no, offset, body.len() as u64, 3);
-                entry.escapes = escapes;
+                if let Some(line_test) = line_test {
+                    let line = TestedLine {
+                        hay,
+                        offset,
+                        len: body.len(),
+                        escapes,
+                    };
+                    chunk.flags.push(line_test(&line, &mut memo));
+                }
+                let entry = entry_from_raw(
+                    raw,
+                    (line_no, offset, body.len() as u64, escapes),
+                    3,
+                    chunk.entries.last(),
+                );
                 let at = chunk.entries.len();
                 if at.is_multiple_of(64) {
                     chunk.continues.push(0);
@@ -1350,7 +1428,8 @@ fn decode_chunk(
     if encode.is_some() {
         let buffers = index::SkeletonBuffers::for_entries(chunk.entries.len());
         meeting.pass();
-        let skeleton = index::encode_skeleton_with(buffers, &chunk.entries);
+        // The chunk's first entry was decoded without the one before it.
+        let skeleton = index::encode_skeleton_with(buffers, &chunk.entries, None);
         chunk.skeleton = Some(skeleton);
     }
     // The line buffer is freed only now, after the meeting.
@@ -1491,10 +1570,9 @@ pub fn parse_value(line: &[u8]) -> Option<Value> {
 /// The entry of a decoded line, its fields taken out of `raw`.
 fn entry_from_raw(
     raw: &mut skeleton::RawEntry<'_>,
-    line_no: u64,
-    offset: u64,
-    len: u64,
+    (line_no, offset, len, escapes): (u64, u64, u64, bool),
     version: u64,
+    before: Option<&Entry>,
 ) -> Entry {
     let kind = match raw.kind.as_deref() {
         Some("message") => {
@@ -1553,15 +1631,8 @@ fn entry_from_raw(
         Some("context_edit") => EntryKind::ContextEdit,
         other => EntryKind::Other(other.map(CompactString::from)),
     };
-    Entry {
-        line_no,
-        offset,
-        len,
-        escapes: false,
-        id: raw.id.take(),
-        parent_id: raw.parent_id.take(),
-        kind,
-    }
+    let lineage = Lineage::new(raw.id.take(), raw.parent_id.take(), before);
+    Entry::new(line_no, offset, len, escapes, lineage, kind)
 }
 
 /// Rewrite `\uD800`–`\uDFFF` escapes that are not part of a valid surrogate pair into
@@ -1631,9 +1702,13 @@ mod tests {
         let sizes = (
             size_of::<Role>(),
             size_of::<EntryKind>(),
+            size_of::<Lineage>(),
             size_of::<Entry>(),
         );
-        assert!(sizes.0 <= 1 && sizes.1 <= 32 && sizes.2 <= 112, "{sizes:?}");
+        assert!(
+            sizes.0 <= 1 && sizes.1 <= 32 && sizes.2 <= 24 && sizes.3 <= 80,
+            "{sizes:?}"
+        );
     }
 
     #[test]
@@ -1642,7 +1717,7 @@ mod tests {
         let (file, session) = session_from(&format!("{HEADER}\n{result}\n"));
         let session = session.unwrap();
         let entry = &session.entries[0];
-        let (offset, len) = (entry.offset, entry.len);
+        let (offset, len) = (entry.offset, entry.line_len());
         let EntryKind::Message(m) = &entry.kind else {
             panic!("a message: {entry:?}");
         };
@@ -1718,7 +1793,7 @@ mod tests {
         let (_f, session) = session_from(text);
         let session = session.unwrap();
         assert_eq!(session.header.version, 1);
-        assert_eq!(session.entries[1].parent_id.as_deref(), Some("L2"));
+        assert_eq!(session.entries.parent_id(1), Some("L2"));
         assert_eq!(session.active_branch(Some(1)), vec![0, 1]);
         // The renamed role keeps no name of its own; an unknown one keeps its name.
         assert!(matches!(
@@ -1963,7 +2038,7 @@ mod tests {
         );
         let lines: Vec<&str> = text.lines().collect();
         for (i, entry) in session.entries.iter().enumerate() {
-            assert_eq!(entry.id.as_deref(), Some(format!("e{i}").as_str()));
+            assert_eq!(entry.id(), Some(format!("e{i}").as_str()));
             let line = lines[entry.line_no as usize - 1];
             assert_eq!(session.raw_line(i).unwrap(), line.as_bytes());
         }
