@@ -37,9 +37,12 @@
 //!   ` [` (between a record's name and status) and commas (JavaScript's array display): so
 //!   there a phrase may not join across a separator run holding `,` or ` [`, and the nested
 //!   lines' own words (`error`, `complete`, …) are generated too ([`phrases`]).
-//! - Whether a tool document has nested calls is read from the bytes: its result line then
-//!   holds `nestedCalls` (the key; written with an escape it makes the line a "maybe"). The
-//!   probe is only scanned when some query's nested rule differs from its plain one.
+//! - Whether a tool document has nested calls: its result line's message has a
+//!   `nestedCalls` key. A line just decoded says so (`TestedLine::nested_calls`, found by
+//!   the decoders as they read the message's keys); otherwise it is read from the bytes: the
+//!   line then holds `nestedCalls` (the key's name; written with an escape it makes the line
+//!   a "maybe"). That probe is only scanned when some query's nested rule differs from its
+//!   plain one.
 //!
 //! Numbers are never words, so a non-canonical number (`1e21`, `1.0`) in a line cannot hide a
 //! match. A tool call's document spans two lines (call and result), so each line yields the
@@ -474,7 +477,9 @@ impl Prefilter {
             }
         }
         if let Some(nested) = &self.nested
-            && holds(nested, line, &mut memo[probe])
+            && line
+                .nested_calls
+                .unwrap_or_else(|| holds(nested, line, &mut memo[probe]))
         {
             mask |= NESTED_BIT;
         }
@@ -863,6 +868,7 @@ mod tests {
                         offset: 1000 + start as u64,
                         len,
                         escapes: false,
+                        nested_calls: None,
                     };
                     let alone = TestedLine::alone(line.as_bytes(), 0, false);
                     proptest::prop_assert_eq!(

@@ -598,6 +598,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
                     offset,
                     len: body.len(),
                     escapes: entry.escapes(),
+                    nested_calls: None,
                 };
                 flags.push(test(&line, &mut memo));
             }

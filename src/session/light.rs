@@ -741,6 +741,10 @@ impl<'a> Parser<'a> {
                     message.tool_call_id_at = at.filter(|_| message.tool_call_id.is_some());
                 }
                 Key::ToolName => message.tool_name = p.loose_string()?,
+                Key::NestedCalls => {
+                    message.has_nested_calls = true;
+                    p.skip()?;
+                }
                 _ => p.skip()?,
             }
             Ok(())

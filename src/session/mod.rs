@@ -996,6 +996,9 @@ pub struct TestedLine<'b> {
     /// The line holds an escape JavaScript would not write ([`has_foreign_escape`], which the
     /// decode finds anyway: the test need not scan the line again for it).
     pub escapes: bool,
+    /// Whether the line's message has a `nestedCalls` key, when the line was just decoded
+    /// (`None` when not known: the test then searches the line for the key's name).
+    pub nested_calls: Option<bool>,
 }
 
 impl<'b> TestedLine<'b> {
@@ -1006,6 +1009,7 @@ impl<'b> TestedLine<'b> {
             offset,
             len: line.len(),
             escapes,
+            nested_calls: None,
         }
     }
 
@@ -1398,6 +1402,9 @@ fn decode_chunk(
                         offset,
                         len: body.len(),
                         escapes,
+                        nested_calls: Some(
+                            raw.message.as_ref().is_some_and(|m| m.has_nested_calls),
+                        ),
                     };
                     chunk.flags.push(line_test(&line, &mut memo));
                 }
@@ -1998,6 +2005,42 @@ mod tests {
             assert_eq!(seen.join(&b'\n'), file.to_vec(), "{step}");
             assert_eq!(lens.last(), Some(&b"{\"last\":0}".len()), "{step}");
         }
+    }
+
+    /// A line test learns from the decode whether a line's message has a `nestedCalls` key,
+    /// from the fast decoder and from the full one (a key written with an escape sends the
+    /// line there), and only at the message's level.
+    #[test]
+    fn a_tested_line_says_whether_its_message_has_nested_calls() {
+        let result = |extra: &str| {
+            format!(
+                r#"{{"type":"message","id":"r","parentId":null,"message":{{"role":"toolResult","toolCallId":"c",{extra}"content":[]}}}}"#
+            )
+        };
+        let lines = [
+            result(r#""nestedCalls":{"calls":[]},"#),
+            result(r#""x\ty":0,"nestedCalls":null,"#),
+            result(r#""details":{"nestedCalls":{}},"#),
+            result(r#""x\ty":0,"#),
+            result(""),
+        ];
+        let text = format!(
+            "{HEADER}
+{}
+",
+            lines.join(
+                "
+"
+            )
+        );
+        let (file, _) = session_from(&text);
+        let (_, flags) =
+            Session::open_testing_lines(file.path(), &|line, _| match line.nested_calls {
+                Some(nested) => u64::from(nested),
+                None => 2,
+            })
+            .unwrap();
+        assert_eq!(flags, vec![1, 1, 0, 0, 0]);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub(crate) struct RawMessage<'de> {
     /// are the id itself, followed by its closing quote. `None` from the full decode.
     pub tool_call_id_at: Option<u32>,
     pub tool_name: Option<CompactString>,
+    /// The message has a `nestedCalls` key (whatever its value): the only place a tool
+    /// result's document takes nested calls from.
+    pub has_nested_calls: bool,
 }
 
 /// What the content of a message looks like, without its text.
@@ -226,6 +229,7 @@ pub(super) enum Key {
     Name,
     Text,
     WindowId,
+    NestedCalls,
     Other,
 }
 
@@ -247,6 +251,7 @@ impl Key {
             b"name" => Key::Name,
             b"text" => Key::Text,
             b"windowId" => Key::WindowId,
+            b"nestedCalls" => Key::NestedCalls,
             _ => Key::Other,
         }
     }
@@ -413,6 +418,10 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 Key::Content => message.content = map.next_value_seed(ContentSeed)?,
                 Key::ToolCallId => message.tool_call_id = map.next_value_seed(LooseString)?,
                 Key::ToolName => message.tool_name = map.next_value_seed(LooseString)?,
+                Key::NestedCalls => {
+                    message.has_nested_calls = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

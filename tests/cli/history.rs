@@ -950,6 +950,19 @@ fn nested_calls_and_truncated_bash_reach_rows_reads_and_search() {
     assert_eq!(hit.json()["data"]["items"][0]["seq"], 2);
     let hit = hist("history-search", &session, &[], r#"{"query":"12ms"}"#);
     assert_eq!(hit.json()["data"]["items"][0]["seq"], 2);
+    // `error: boom` is in the document's nested-call lines, not in the result line's bytes
+    // (`"error":"boom"`): a search must know the line has nested calls, from its decode or
+    // from the key's name in its bytes, whether it decodes the session or reads its index.
+    let home = tempfile::tempdir().unwrap();
+    for extra in [&["--no-index"][..], &[], &[]] {
+        let mut cmd = pi_context(home.path());
+        cmd.arg("history-search")
+            .arg("--session")
+            .arg(&session)
+            .args(extra);
+        let hit = run(cmd, r#"{"query":"error: boom"}"#).json();
+        assert_eq!(hit["data"]["items"][0]["seq"], 2, "{extra:?}: {hit}");
+    }
 }
 
 // ---------------------------------------------------------------- issue 9 defects
