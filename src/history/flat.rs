@@ -60,9 +60,12 @@ fn put_str(out: &mut Vec<u8>, s: &str) -> Option<()> {
 
 fn put_line(out: &mut Vec<u8>, line: &Line) -> Option<()> {
     out.extend_from_slice(&line.offset.to_le_bytes());
-    // The top bit of the length holds `escapes`.
-    let len = u32_of(line.len).filter(|&n| n < 1 << 31)?;
-    put(out, len | u32::from(line.escapes) << 31);
+    // The top bit of the length holds `escapes`, the next one `nested_calls`.
+    let len = u32_of(line.len).filter(|&n| n < 1 << 30)?;
+    put(
+        out,
+        len | u32::from(line.escapes) << 31 | u32::from(line.nested_calls) << 30,
+    );
     Some(())
 }
 
@@ -219,8 +222,9 @@ impl Record for Line {
     fn read(b: &[u8]) -> Line {
         Line {
             offset: le64(b, 0),
-            len: u64::from(le32(b, 8) & !(1 << 31)),
+            len: u64::from(le32(b, 8) & !(3 << 30)),
             escapes: le32(b, 8) >> 31 == 1,
+            nested_calls: le32(b, 8) >> 30 & 1 == 1,
         }
     }
     fn write(&self, out: &mut Vec<u8>) -> Option<()> {
@@ -1187,6 +1191,7 @@ pub fn extend(
                 offset: entry.offset,
                 len: entry.line_len(),
                 escapes: entry.escapes(),
+                nested_calls: entry.has_nested_calls(),
             },
         )?;
         let text = |role, has_text| Event {
@@ -1536,16 +1541,22 @@ mod tests {
         let mut lines = Records::with_capacity(1);
         let short = Line {
             offset: 1 << 40,
-            len: 10,
+            len: (1 << 30) - 1,
             escapes: true,
+            nested_calls: true,
         };
         let long = Line {
             offset: 0,
-            len: 1 << 31,
+            len: 1 << 30,
             escapes: false,
+            nested_calls: false,
         };
         lines.push(short);
-        assert!(matches!(lines.into_store(), Store::Packed(_)));
+        // The longest line a record holds reads back with both its bits.
+        let Store::Packed(bytes) = lines.into_store() else {
+            panic!("a line that fits is packed")
+        };
+        assert_eq!(Line::read(&bytes), short);
         let mut lines = Records::with_capacity(1);
         lines.push(short);
         lines.push(long);

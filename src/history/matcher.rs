@@ -38,11 +38,11 @@
 //!   there a phrase may not join across a separator run holding `,` or ` [`, and the nested
 //!   lines' own words (`error`, `complete`, …) are generated too ([`phrases`]).
 //! - Whether a tool document has nested calls: its result line's message has a
-//!   `nestedCalls` key. A line just decoded says so (`TestedLine::nested_calls`, found by
-//!   the decoders as they read the message's keys); otherwise it is read from the bytes: the
-//!   line then holds `nestedCalls` (the key's name; written with an escape it makes the line
-//!   a "maybe"). That probe is only scanned when some query's nested rule differs from its
-//!   plain one.
+//!   `nestedCalls` key. The decoders note it as they read the message's keys, and the index
+//!   keeps it, so a tested line (`TestedLine::nested_calls`) and a stored projection's line
+//!   (`Line::nested_calls`) say so; a line tested by itself without it (tests) is searched for
+//!   the key's name (written with an escape, the line is a "maybe" anyway). The fact only
+//!   counts when some query's nested rule differs from its plain one.
 //!
 //! Numbers are never words, so a non-canonical number (`1e21`, `1.0`) in a line cannot hide a
 //! match. A tool call's document spans two lines (call and result), so each line yields the
@@ -476,12 +476,12 @@ impl Prefilter {
                 mask |= 1 << i;
             }
         }
-        if let Some(nested) = &self.nested
-            && line
-                .nested_calls
-                .unwrap_or_else(|| holds(nested, line, &mut memo[probe]))
-        {
-            mask |= NESTED_BIT;
+        if let Some(nested) = &self.nested {
+            mask |= match line.nested_calls {
+                Some(known) => self.nested_bits(known),
+                None if holds(nested, line, &mut memo[probe]) => NESTED_BIT,
+                None => 0,
+            };
         }
         if mask & self.all != self.all && line.escapes {
             return u64::MAX;
@@ -534,39 +534,40 @@ impl Prefilter {
             })
     }
 
-    /// What a scan searches for: each case-insensitive literal and the nested-call probe,
-    /// with the bit a hit sets.
+    /// What a scan searches for: each case-insensitive literal, with the bit a hit sets.
     pub(crate) fn scans(&self) -> impl Iterator<Item = (u64, &Literal)> {
         self.literals
             .iter()
             .enumerate()
             .map(|(i, (_, r))| (1u64 << i, r))
-            .chain(self.nested.iter().map(|r| (NESTED_BIT, r)))
+    }
+
+    /// The bits a line's nested-call fact adds to its mask: the probe's bit when the line has
+    /// nested calls ([`TestedLine::nested_calls`], `Line::nested_calls`) and some query's
+    /// nested rule differs from its plain one. Scans of the lines' bytes ([`Prefilter::scans`])
+    /// leave the probe to this.
+    pub(crate) fn nested_bits(&self, nested_calls: bool) -> u64 {
+        if nested_calls && self.nested.is_some() {
+            NESTED_BIT
+        } else {
+            0
+        }
     }
 
     /// [`Prefilter::scans`], each with a key naming exactly what its regex matches (the
-    /// memo of hits in `scan` is keyed by it): `i:` and the literal for a case-insensitive
-    /// literal, `s:` and the probe for the case-sensitive nested-call probe. A change to how
-    /// these regexes are built must change the memo's format version.
+    /// memo of hits in `scan` is keyed by it): `i:` and the literal. A change to how these
+    /// regexes are built must change the memo's format version.
     ///
     /// The literals come in the order a line is tested for them (shorter first), each with the
     /// bit of the longest other literal it contains, when there is one: a line without that
     /// literal cannot hold it (see `tests`).
     pub(crate) fn keyed_scans(&self) -> impl Iterator<Item = KeyedScan<'_>> {
-        self.tests
-            .iter()
-            .map(|&(i, within)| KeyedScan {
-                bit: 1u64 << i,
-                key: format!("i:{}", self.literals[i].0),
-                literal: &self.literals[i].1,
-                within: within.map(|j| 1u64 << j),
-            })
-            .chain(self.nested.iter().map(|r| KeyedScan {
-                bit: NESTED_BIT,
-                key: "s:nestedCalls".to_string(),
-                literal: r,
-                within: None,
-            }))
+        self.tests.iter().map(|&(i, within)| KeyedScan {
+            bit: 1u64 << i,
+            key: format!("i:{}", self.literals[i].0),
+            literal: &self.literals[i].1,
+            within: within.map(|j| 1u64 << j),
+        })
     }
 
     /// The longest literal, in bytes.
@@ -574,7 +575,6 @@ impl Prefilter {
         self.literals
             .iter()
             .map(|(f, _)| f.len())
-            .chain(self.nested.iter().map(|_| "nestedCalls".len()))
             .max()
             .unwrap_or(0)
     }

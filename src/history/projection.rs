@@ -102,6 +102,9 @@ pub struct Line {
     pub len: u64,
     /// The line holds an escape JavaScript would not write (search treats it as a "maybe").
     pub escapes: bool,
+    /// The line's message has a `nestedCalls` key ([`crate::session::Entry::has_nested_calls`]):
+    /// what search's nested-call rule is chosen by, without looking for the key in the bytes.
+    pub nested_calls: bool,
 }
 
 /// One window of the active branch.
@@ -648,6 +651,7 @@ impl Projection {
                     offset: e.offset,
                     len: e.line_len(),
                     escapes: e.escapes(),
+                    nested_calls: e.has_nested_calls(),
                 });
             }
             line_of[entry] as usize

@@ -94,35 +94,48 @@ impl Table<'_> {
     }
 }
 
-/// The masks the scan found: the lines with a hit, ascending, and the projection's lines
-/// holding an escape JavaScript would not write ("maybe": every bit).
+/// The masks the scan found: the lines with a hit, ascending, the projection's lines holding
+/// an escape JavaScript would not write ("maybe": every bit), and the bit the lines with nested
+/// calls add ([`Prefilter::nested_bits`]; 0 when no query's rule depends on it).
 pub struct LineMasks {
     hits: Vec<(usize, u64)>,
+    nested_bit: u64,
 }
 
 impl LineMasks {
     /// The lines of `projection` whose mask ([`LineMasks::get`]) is not 0: those with a hit,
-    /// ascending, then those holding an escape, ascending (a line may be in both).
+    /// ascending, then those holding an escape or (when it adds a bit) with nested calls,
+    /// ascending (a line may be in both).
     pub fn lines_with_bits<'a>(
         &'a self,
         projection: &'a Projection,
     ) -> impl Iterator<Item = usize> + 'a {
-        let escapes = projection
+        let nested = self.nested_bit != 0;
+        let flagged = projection
             .lines()
             .enumerate()
-            .filter(|(_, line)| line.escapes)
+            .filter(move |(_, line)| line.escapes || (nested && line.nested_calls))
             .map(|(line, _)| line);
-        self.hits.iter().map(|&(line, _)| line).chain(escapes)
+        self.hits.iter().map(|&(line, _)| line).chain(flagged)
     }
 
     /// The mask of line `line` of `projection`.
     pub fn get(&self, projection: &Projection, line: usize) -> u64 {
-        if line >= projection.line_count() || projection.line(line).escapes {
+        if line >= projection.line_count() {
             return u64::MAX;
         }
+        let facts = projection.line(line);
+        if facts.escapes {
+            return u64::MAX;
+        }
+        let nested = if facts.nested_calls {
+            self.nested_bit
+        } else {
+            0
+        };
         match self.hits.binary_search_by_key(&line, |&(l, _)| l) {
-            Ok(i) => self.hits[i].1,
-            Err(_) => 0,
+            Ok(i) => self.hits[i].1 | nested,
+            Err(_) => nested,
         }
     }
 }
@@ -203,7 +216,10 @@ pub(crate) fn line_masks_in_blocks(
     if let Table::Sorted(_) = table {
         hits.sort_unstable_by_key(|&(line, _)| line);
     }
-    Ok(LineMasks { hits })
+    Ok(LineMasks {
+        hits,
+        nested_bit: prefilter.nested_bits(true),
+    })
 }
 
 struct Scanner<'a> {
@@ -636,7 +652,10 @@ pub(crate) fn line_masks_memo_in_blocks(
         );
         memo.store(&entries, complete);
     }
-    Ok(LineMasks { hits: merged })
+    Ok(LineMasks {
+        hits: merged,
+        nested_bit: prefilter.nested_bits(true),
+    })
 }
 
 /// For each literal, the start of every line of `[from, to)` (`from` a line start, `to` just

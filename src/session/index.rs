@@ -85,7 +85,7 @@ impl IndexUse {
 /// First bytes of every index file.
 const MAGIC: &[u8; 8] = b"PICXHIDX";
 /// The format version; any other is rebuilt.
-const FORMAT: u32 = 11;
+const FORMAT: u32 = 12;
 /// Bytes hashed at each end of the indexed range.
 const EDGE: u64 = 4096;
 /// An index larger than this share of the bytes it covers is not kept (percent).
@@ -598,7 +598,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
                     offset,
                     len: body.len(),
                     escapes: entry.escapes(),
-                    nested_calls: None,
+                    nested_calls: Some(entry.has_nested_calls()),
                 };
                 flags.push(test(&line, &mut memo));
             }
@@ -1154,8 +1154,10 @@ pub(crate) fn encode_skeleton_with<'a>(
         match &entry.kind {
             EntryKind::Message(m) => {
                 body.u(0);
-                let flags = u64::from(m.content_is_array) | (u64::from(m.has_text) << 1);
-                body.u(role_tag(&m.role) << 2 | flags);
+                let flags = u64::from(m.content_is_array)
+                    | (u64::from(m.has_text) << 1)
+                    | (u64::from(m.has_nested_calls) << 2);
+                body.u(role_tag(&m.role) << 3 | flags);
                 if m.role == Role::Other {
                     strings.name(&mut body, Some(m.other_role()));
                 }
@@ -1617,7 +1619,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             0 => {
                 let tag = r.u()?;
                 let mut other_role = None;
-                let role = match tag >> 2 {
+                let role = match tag >> 3 {
                     0 => Role::User,
                     1 => Role::Assistant,
                     2 => Role::ToolResult,
@@ -1669,6 +1671,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     role,
                     content_is_array: tag & 1 == 1,
                     has_text: tag & 2 == 2,
+                    has_nested_calls: tag & 4 == 4,
                     tool_calls: tool_calls.into_boxed_slice(),
                     extras: MessageExtras::boxed(
                         tool_call_id,
@@ -1849,12 +1852,13 @@ mod tests {
     fn every_way_a_skeleton_names_a_string_reads_back() {
         // Ids written in full, a parent that is not the entry before (a branch), results
         // naming the first and second call of the latest calls and one naming no call of
-        // them, names repeated and new, an unknown role and kind, a window id.
+        // them (one with nested calls), names repeated and new, an unknown role and kind, a
+        // window id.
         let lines = [
             r#"{"type":"session","version":3,"id":"skel","timestamp":"2026-01-01T00:00:00.000Z"}"#,
             r#"{"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"toolCall","id":"call-one","name":"read","arguments":{}},{"type":"toolCall","id":"call-two","name":"bash","arguments":{}}]}}"#,
             r#"{"type":"message","id":"r2","parentId":"a1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-two","toolName":"bash","content":[]}}"#,
-            r#"{"type":"message","id":"r1","parentId":"r2","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-one","toolName":"read","content":[]}}"#,
+            r#"{"type":"message","id":"r1","parentId":"r2","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-one","toolName":"read","content":[],"nestedCalls":{"calls":[]}}}"#,
             r#"{"type":"message","id":"r0","parentId":"r1","timestamp":"t","message":{"role":"toolResult","toolCallId":"call-zero","toolName":"grep","content":[]}}"#,
             r#"{"type":"message","id":"b1","parentId":"a1","timestamp":"t","message":{"role":"wizard","content":"x"}}"#,
             r#"{"type":"custom","id":"w1","parentId":"b1","timestamp":"2026-01-01T00:00:05.000Z","customType":"pi-context","data":{"windowId":"win-7"}}"#,
@@ -1881,6 +1885,7 @@ mod tests {
             panic!("a message")
         };
         assert_eq!(m.tool_call_id(), Some("call-one"));
+        assert!(indexed.entries[2].has_nested_calls() && !indexed.entries[1].has_nested_calls());
         assert_eq!(indexed.entries.parent_id(4), Some("a1"));
     }
 

@@ -144,6 +144,9 @@ pub struct MessageMeta {
     pub content_is_array: bool,
     /// `contentText(content)` is non-empty.
     pub has_text: bool,
+    /// The message has a `nestedCalls` key (a tool result's document then shows nested
+    /// calls when its value is an object).
+    pub has_nested_calls: bool,
     /// `toolCall` blocks in content order: (`id`, `name`) when they are strings.
     pub tool_calls: Box<[ToolCallMeta]>,
     /// A message's `toolCallId` and `toolName` (read for tool results) and the name of a
@@ -324,6 +327,11 @@ impl Entry {
     /// [`has_foreign_escape`]), so text decoded from it may differ from its bytes.
     pub fn escapes(&self) -> bool {
         self.len_escapes & 1 == 1
+    }
+
+    /// A message with a `nestedCalls` key ([`MessageMeta::has_nested_calls`]).
+    pub fn has_nested_calls(&self) -> bool {
+        matches!(&self.kind, EntryKind::Message(m) if m.has_nested_calls)
     }
 
     /// Its id.
@@ -1604,6 +1612,7 @@ fn entry_from_raw(
                 role,
                 content_is_array: message.content.is_array,
                 has_text: message.content.has_text,
+                has_nested_calls: message.has_nested_calls,
                 tool_calls: message
                     .content
                     .tool_calls
