@@ -301,6 +301,7 @@ impl Lineage {
 }
 
 impl Entry {
+    /// The entry of the line at `offset` (`len` bytes without its `\n`, line `line_no`).
     pub fn new(
         line_no: u64,
         offset: u64,
