@@ -139,7 +139,6 @@ impl From<Vec<Entry>> for Entries {
     }
 }
 
-/// The same entries in the same order, however they are split into parts.
 /// The same entries: the same facts in the same order, however they are split in parts and
 /// however each keeps its parent id ([`super::Lineage`]).
 impl PartialEq for Entries {
