@@ -11,7 +11,7 @@ fn jsonish_line() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..300),
         proptest::string::string_regex(
-            "\\{(\"(type|id|parentId|timestamp|message|role|content|toolCallId|toolName|customType|data|version|text|arguments)\":(null|true|-?[0-9]{1,25}|\"[a-z\\\\u0-9]{0,10}\"|\\[(\\{\"type\":\"(text|toolCall)\",\"text\":\"x\"\\},?){0,3}\\]|\\{\"role\":\"(user|assistant|toolResult)\"\\}),?){0,8}\\}?"
+            "\\{(\"(type|id|parentId|timestamp|message|role|content|toolCallId|toolName|customType|data|version|text|arguments)\":(null|true|-?[0-9]{1,25}|\"[a-z\\\\u0-9]{0,10}\"|\\[(\\{\"type\":\"(text|toolCall)\",\"text\":\"x\"\\},?){0,3}\\]|\\{\"role\":\"(user|assistant|toolResult)\"(,\"nestedCalls\":(\\{\\}|null|1))?\\}),?){0,8}\\}?"
         )
         .expect("a valid regex")
         .prop_map(String::into_bytes),
@@ -97,6 +97,7 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
         16 => prop::sample::select(vec![
             "type", "id", "parentId", "timestamp", "customType", "data", "message", "version",
             "role", "content", "toolCallId", "toolName", "name", "text", "windowId", "arguments",
+            "nestedCalls",
         ])
         .prop_map(|k| format!("\"{k}\"").into_bytes()),
         1 => json_string(),
@@ -195,9 +196,10 @@ fn hostile_line() -> impl Strategy<Value = Vec<u8>> {
         ws(),
         prop::option::weighted(0.1, any::<prop::sample::Index>()),
         prop::option::weighted(0.3, (any::<prop::sample::Index>(), defect())),
+        any::<bool>(),
     )
         .prop_map(
-            |(kind, extra, content, data, (nest, depth), space, tear, defect)| {
+            |(kind, extra, content, data, (nest, depth), space, tear, defect, nested)| {
                 let mut out = space.clone();
                 out.extend(
                     format!("{{\"type\":\"{kind}\",\"id\":\"e1\",\"version\":3,").into_bytes(),
@@ -210,7 +212,12 @@ fn hostile_line() -> impl Strategy<Value = Vec<u8>> {
                 }
                 out.extend(b"\"data\":{\"windowId\":");
                 out.extend(data);
-                out.extend(b"},\"message\":{\"role\":\"assistant\",\"content\":");
+                out.extend(b"},\"message\":{\"role\":\"assistant\",");
+                if nested {
+                    // A message-level `nestedCalls` key, which both decoders note.
+                    out.extend(b"\"nestedCalls\":{\"calls\":[]},");
+                }
+                out.extend(b"\"content\":");
                 if nest == 1 {
                     out.extend("[".repeat(depth).into_bytes());
                 }
