@@ -1405,24 +1405,22 @@ fn decode_chunk(
                     });
                 }
             } else {
-                if let Some(line_test) = line_test {
-                    let line = TestedLine {
-                        hay,
-                        offset,
-                        len: body.len(),
-                        escapes,
-                        nested_calls: Some(
-                            raw.message.as_ref().is_some_and(|m| m.has_nested_calls),
-                        ),
-                    };
-                    chunk.flags.push(line_test(&line, &mut memo));
-                }
                 let entry = entry_from_raw(
                     raw,
                     (line_no, offset, body.len() as u64, escapes),
                     3,
                     chunk.entries.last(),
                 );
+                if let Some(line_test) = line_test {
+                    let line = TestedLine {
+                        hay,
+                        offset,
+                        len: body.len(),
+                        escapes,
+                        nested_calls: Some(entry.has_nested_calls()),
+                    };
+                    chunk.flags.push(line_test(&line, &mut memo));
+                }
                 let at = chunk.entries.len();
                 if at.is_multiple_of(64) {
                     chunk.continues.push(0);
