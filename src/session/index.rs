@@ -1122,18 +1122,15 @@ pub(crate) fn encode_skeleton_with<'a>(
         previous_end = entry.offset + entry.line_len();
         put_id(&mut body, entry.id());
         // Parent: 0 none, 1 the previous entry's id, else 2 then the id.
-        match &entry.lineage {
-            Lineage::Continues(_) if n > 0 => body.u(1),
-            // The first entry's parent is coded in full, even when it is the entry before
-            // the chunk.
-            _ => match entry.parent_id(n.checked_sub(1).map_or(before, |b| Some(&entries[b]))) {
-                None => body.u(0),
-                Some(p) if previous_id == Some(p) => body.u(1),
-                Some(p) => {
-                    body.u(2);
-                    body.bytes(p.as_bytes());
-                }
-            },
+        // The first entry's parent is coded in full, even when it is the entry before the
+        // chunk (`previous_id` starts empty).
+        match entry.parent_id(n.checked_sub(1).map_or(before, |b| Some(&entries[b]))) {
+            None => body.u(0),
+            Some(p) if previous_id == Some(p) => body.u(1),
+            Some(p) => {
+                body.u(2);
+                body.bytes(p.as_bytes());
+            }
         }
         previous_id = entry.id();
         // Timestamp: 0 none, else 1 + the prefix shared with the previous one, then the rest.
