@@ -430,7 +430,7 @@ fn open_testing_lines(
     let line_flags = if flags.is_empty() {
         Vec::new()
     } else {
-        entry_of_line.iter().map(|&e| flags[e]).collect()
+        entry_of_line.iter().map(|&e| flags[e as usize]).collect()
     };
     Ok((
         Opened {

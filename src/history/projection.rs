@@ -122,12 +122,12 @@ pub struct Window {
 pub struct Built<'s> {
     pub projection: Projection,
     /// The session entry of every line of the projection.
-    pub entry_of_line: Vec<usize>,
+    pub entry_of_line: Vec<u32>,
     /// The calls whose id no tool result of the branch has, the first of each id, in event
     /// order: (event index, id).
     pub open: Vec<(usize, &'s str)>,
     /// The branch's tool results with an id, in branch order.
-    branch_results: Vec<ResultOf<'s>>,
+    branch_results: Vec<ResultOf>,
     /// The first of them with each call id (indexes into `branch_results`: a table of
     /// 4-byte slots stays in the caches where one of the records did not).
     results: HashTable<u32>,
@@ -138,7 +138,7 @@ pub struct Built<'s> {
 impl Built<'_> {
     /// The projection and the session entry of each of its lines, the rest dropped (it
     /// borrows the session).
-    pub fn into_projection(self) -> (Projection, Vec<usize>) {
+    pub fn into_projection(self) -> (Projection, Vec<u32>) {
         (self.projection, self.entry_of_line)
     }
 
@@ -151,7 +151,7 @@ impl Built<'_> {
             let r = &self.branch_results[i as usize];
             BranchResult {
                 hash: r.hash,
-                line: self.line_of[r.entry],
+                line: self.line_of[r.entry as usize],
                 at: r.at,
             }
         })
@@ -167,27 +167,56 @@ pub struct BranchResult {
     pub at: Option<u32>,
 }
 
-/// The first tool result of a call id on the branch, as the build pairs calls with it.
-struct ResultOf<'s> {
+/// The first tool result of a call id on the branch, as the build pairs calls with it. The id
+/// itself is read from the entry when two hashes meet ([`result_id`]): a record is kept per
+/// result of the branch, and a `&str` made it half as large again.
+struct ResultOf {
     /// `id_hash(id)`.
     hash: u64,
-    id: &'s str,
     seq: u64,
-    entry: usize,
+    entry: u32,
     /// Where the id's characters lie in the result's line, when known.
     at: Option<u32>,
 }
 
-/// A tool call of the branch with an id: its assistant entry, its block, its id, and the
-/// first result of the branch with that id (its seq and entry) once looked up.
+/// A tool call of the branch with an id: its assistant entry and block (where its id is read,
+/// [`call_id`]), the id's hash, and the first result of the branch with that id (its seq and
+/// entry) once looked up: `found_seq` 0 for none (seqs start at 1). 32 bytes, where the id as
+/// a `&str` and the result as an `Option` took 64.
 #[derive(Clone, Copy)]
-struct CallKey<'s> {
-    entry: usize,
-    block: usize,
+struct CallKey {
     /// `id_hash(id)`.
     hash: u64,
-    id: &'s str,
-    found: Option<(u64, usize)>,
+    found_seq: u64,
+    entry: u32,
+    block: u32,
+    found_entry: u32,
+}
+
+impl CallKey {
+    fn found(&self) -> Option<(u64, usize)> {
+        (self.found_seq != 0).then_some((self.found_seq, self.found_entry as usize))
+    }
+}
+
+/// The `toolCallId` of the tool result at `entry` (`""` for none).
+fn result_id(session: &Session, entry: u32) -> &str {
+    match &session.entries[entry as usize].kind {
+        EntryKind::Message(m) => m.tool_call_id().unwrap_or_default(),
+        _ => "",
+    }
+}
+
+/// The id of block `block`'s tool call in the assistant message at `entry` (`""` for none).
+fn call_id(session: &Session, entry: u32, block: u32) -> &str {
+    match &session.entries[entry as usize].kind {
+        EntryKind::Message(m) => m
+            .tool_calls
+            .get(block as usize)
+            .and_then(|call| call.id.as_deref())
+            .unwrap_or_default(),
+        _ => "",
+    }
 }
 
 /// The projection of one session's active branch.
@@ -551,11 +580,11 @@ impl Projection {
         let mut first_seq = Vec::with_capacity(session.entries.len());
         // Each with its id's hash: the side data keeps it, and reading it there from the id
         // would be a cache miss per result.
-        let mut branch_results: Vec<ResultOf<'s>> = Vec::new();
+        let mut branch_results: Vec<ResultOf> = Vec::new();
         let mut event_estimate = 0usize;
         // Every call of the branch that has an id, in branch order, looked up once the results
         // are known.
-        let mut calls: Vec<CallKey<'s>> = Vec::new();
+        let mut calls: Vec<CallKey> = Vec::new();
         let mut on_branch = |entry: &'s Entry, index: usize, seq: u64, count: u64| {
             event_estimate += count as usize;
             let EntryKind::Message(m) = &entry.kind else {
@@ -566,20 +595,19 @@ impl Projection {
             {
                 branch_results.push(ResultOf {
                     hash: id_hash(id),
-                    id,
                     seq,
-                    entry: index,
+                    entry: index as u32,
                     at: m.tool_call_id_at(),
                 });
             } else if m.role == Role::Assistant {
                 for (block, call) in m.tool_calls.iter().enumerate() {
                     if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
                         calls.push(CallKey {
-                            entry: index,
-                            block,
                             hash: id_hash(id),
-                            id,
-                            found: None,
+                            found_seq: 0,
+                            entry: index as u32,
+                            block: block as u32,
+                            found_entry: 0,
                         });
                     }
                 }
@@ -615,9 +643,10 @@ impl Projection {
         let mut results: HashTable<u32> = HashTable::with_capacity(branch_results.len());
         let result_of = |i: &u32| &branch_results[*i as usize];
         for (i, result) in branch_results.iter().enumerate() {
+            let id = result_id(session, result.entry);
             if let hashbrown::hash_table::Entry::Vacant(vacant) = results.entry(
                 result.hash,
-                |j| result_of(j).id == result.id,
+                |j| result_id(session, result_of(j).entry) == id,
                 |j| result_of(j).hash,
             ) {
                 vacant.insert(i as u32);
@@ -630,23 +659,28 @@ impl Projection {
         // The first result with an id: its seq and entry.
         let result_for = |hash: u64, id: &str| {
             results
-                .find(hash, |j| result_of(j).id == id)
-                .map(|j| (result_of(j).seq, result_of(j).entry))
+                .find(hash, |j| result_id(session, result_of(j).entry) == id)
+                .map(|j| (result_of(j).seq, result_of(j).entry as usize))
         };
         for call in &mut calls {
-            call.found = result_for(call.hash, call.id);
+            if let Some((seq, entry)) =
+                result_for(call.hash, call_id(session, call.entry, call.block))
+            {
+                call.found_seq = seq;
+                call.found_entry = entry as u32;
+            }
         }
         let mut found = calls.into_iter().peekable();
 
         // Session entries → `lines`, in the order events first name them.
         let mut line_of = vec![u32::MAX; session.entries.len()];
         let mut lines: Records<Line> = Records::with_capacity(branch.len());
-        let mut entry_of_line: Vec<usize> = Vec::with_capacity(branch.len());
+        let mut entry_of_line: Vec<u32> = Vec::with_capacity(branch.len());
         let mut line = |entry: usize| -> usize {
             if line_of[entry] == u32::MAX {
                 let e = &session.entries[entry];
                 line_of[entry] = lines.len() as u32;
-                entry_of_line.push(entry);
+                entry_of_line.push(entry as u32);
                 lines.push(Line {
                     offset: e.offset,
                     len: e.line_len(),
@@ -736,8 +770,10 @@ impl Projection {
                         // The lookup made above for this call (the same calls in the same
                         // order; looked up here should they ever not be).
                         let looked_up = found
-                            .next_if(|call| call.entry == index && call.block == block)
-                            .map(|call| call.found)
+                            .next_if(|call| {
+                                call.entry as usize == index && call.block as usize == block
+                            })
+                            .map(|call| call.found())
                             .unwrap_or_else(|| result_for(id_hash(id), id));
                         match looked_up {
                             Some((result_seq, result_entry))
