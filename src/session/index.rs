@@ -33,6 +33,7 @@ use std::time::{Duration, SystemTime};
 use compact_str::CompactString;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use sha1::{Digest, Sha1};
+use thin_vec::ThinVec;
 
 use super::mapped::Mapped;
 use super::{
@@ -1635,7 +1636,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                 if calls > body.len() {
                     return None;
                 }
-                let mut tool_calls = Vec::with_capacity(calls);
+                let mut tool_calls = ThinVec::with_capacity(calls);
                 for _ in 0..calls {
                     let call_id = id(&mut r)?;
                     tool_calls.push(ToolCallMeta {
@@ -1669,7 +1670,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
                     content_is_array: tag & 1 == 1,
                     has_text: tag & 2 == 2,
                     has_nested_calls: tag & 4 == 4,
-                    tool_calls: tool_calls.into_boxed_slice(),
+                    tool_calls,
                     extras: MessageExtras::boxed(
                         tool_call_id,
                         tool_call_id_at,
@@ -1681,7 +1682,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             1 => EntryKind::Compaction,
             2 => EntryKind::BranchSummary,
             3 => EntryKind::CustomMessage {
-                custom_type: name(&mut r)?,
+                custom_type: name(&mut r)?.map(|name| name.as_str().into()),
             },
             4 => {
                 let custom_type = name(&mut r)?;
@@ -1697,7 +1698,7 @@ fn decode_chunk(body: &[u8], indexed_len: u64, lines: u64, entries: &mut Vec<Ent
             8 => EntryKind::ThinkingLevelChange,
             9 => EntryKind::Usage,
             10 => EntryKind::ContextEdit,
-            11 => EntryKind::Other(name(&mut r)?),
+            11 => EntryKind::Other(name(&mut r)?.map(|name| name.as_str().into())),
             _ => return None,
         };
         // Only a `custom` entry keeps its timestamp.

@@ -16,6 +16,7 @@
 //! surrogate reads as U+FFFD); numbers follow JSON's grammar and are finite as an `f64`
 //! (`1e400` is malformed); arrays and objects nest at most [`MAX_NESTING`] deep.
 
+use super::ToolCallMeta;
 use compact_str::CompactString;
 use std::borrow::Cow;
 
@@ -805,8 +806,10 @@ impl<'a> Parser<'a> {
                             if meta.tool_calls.capacity() == 0 {
                                 meta.tool_calls.reserve_exact(1);
                             }
-                            meta.tool_calls
-                                .push((id.map(CompactString::from), name.map(CompactString::from)))
+                            meta.tool_calls.push(ToolCallMeta {
+                                id: id.map(CompactString::from),
+                                name: name.map(CompactString::from),
+                            })
                         }
                         _ => {}
                     }
@@ -848,8 +851,13 @@ mod tests {
         assert_eq!(entry.kind.as_deref(), Some("message"));
         let message = entry.message.unwrap();
         assert_eq!(
-            message.content.tool_calls,
-            vec![(Some("c".into()), Some("bash".into()))]
+            message
+                .content
+                .tool_calls
+                .iter()
+                .map(|call| (call.id.as_deref(), call.name.as_deref()))
+                .collect::<Vec<_>>(),
+            vec![(Some("c"), Some("bash"))]
         );
         assert!(message.content.has_text);
     }

@@ -45,6 +45,7 @@ use std::sync::OnceLock;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
+use thin_vec::ThinVec;
 
 use crate::envelope::{DomainError, ErrorClass};
 pub use compact_str::CompactString;
@@ -147,8 +148,10 @@ pub struct MessageMeta {
     /// The message has a `nestedCalls` key (a tool result's document then shows nested
     /// calls when its value is an object).
     pub has_nested_calls: bool,
-    /// `toolCall` blocks in content order: (`id`, `name`) when they are strings.
-    pub tool_calls: Box<[ToolCallMeta]>,
+    /// `toolCall` blocks in content order: (`id`, `name`) when they are strings. A thin vector
+    /// (one pointer, its length on the heap; none allocated when empty): a boxed slice's
+    /// length took a word of every message.
+    pub tool_calls: ThinVec<ToolCallMeta>,
     /// A message's `toolCallId` and `toolName` (read for tool results) and the name of a
     /// role history does not know, when it has any of them.
     pub extras: Option<Box<MessageExtras>>,
@@ -229,8 +232,10 @@ pub enum EntryKind {
     Message(MessageMeta),
     Compaction,
     BranchSummary,
+    /// (Its type boxed, as [`EntryKind::Other`]'s name: few entries are, and an inline string
+    /// made every kind a word larger.)
     CustomMessage {
-        custom_type: Option<CompactString>,
+        custom_type: Option<Box<str>>,
     },
     /// Extension state (boxed: few entries are, and its facts are three strings).
     Custom(Box<CustomMeta>),
@@ -241,7 +246,7 @@ pub enum EntryKind {
     Usage,
     ContextEdit,
     /// Any other `type` (or none).
-    Other(Option<CompactString>),
+    Other(Option<Box<str>>),
 }
 
 /// The facts of a `custom` entry: `window_id` is `data.windowId` when that is a string;
@@ -1612,12 +1617,11 @@ fn entry_from_raw(
                 content_is_array: message.content.is_array,
                 has_text: message.content.has_text,
                 has_nested_calls: message.has_nested_calls,
-                tool_calls: message
-                    .content
-                    .tool_calls
-                    .into_iter()
-                    .map(|(id, name)| ToolCallMeta { id, name })
-                    .collect(),
+                tool_calls: {
+                    let mut calls = message.content.tool_calls;
+                    calls.shrink_to_fit();
+                    calls
+                },
                 extras: MessageExtras::boxed(
                     message.tool_call_id,
                     message.tool_call_id_at,
@@ -1629,7 +1633,7 @@ fn entry_from_raw(
         Some("compaction") => EntryKind::Compaction,
         Some("branch_summary") => EntryKind::BranchSummary,
         Some("custom_message") => EntryKind::CustomMessage {
-            custom_type: raw.custom_type.take(),
+            custom_type: raw.custom_type.take().map(|name| name.as_str().into()),
         },
         // Only a `custom` entry's timestamp is ever read (a reset marker's window opens at
         // it): the others are not kept (memory of a large session; index size).
@@ -1644,7 +1648,7 @@ fn entry_from_raw(
         Some("thinking_level_change") => EntryKind::ThinkingLevelChange,
         Some("usage") => EntryKind::Usage,
         Some("context_edit") => EntryKind::ContextEdit,
-        other => EntryKind::Other(other.map(CompactString::from)),
+        other => EntryKind::Other(other.map(Box::from)),
     };
     let lineage = Lineage::new(raw.id.take(), raw.parent_id.take(), before);
     Entry::new(line_no, offset, len, escapes, lineage, kind)
@@ -1721,7 +1725,7 @@ mod tests {
             size_of::<Entry>(),
         );
         assert!(
-            sizes.0 <= 1 && sizes.1 <= 32 && sizes.2 <= 24 && sizes.3 <= 80,
+            sizes.0 <= 1 && sizes.1 <= 24 && sizes.2 <= 24 && sizes.3 <= 72,
             "{sizes:?}"
         );
     }

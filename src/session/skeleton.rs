@@ -13,6 +13,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use compact_str::CompactString;
+use thin_vec::ThinVec;
+
+use super::ToolCallMeta;
 
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -59,7 +62,7 @@ pub(crate) struct ContentMeta {
     /// whose joined text is non-empty (two empty text blocks join to `"\n"`).
     pub has_text: bool,
     /// The `toolCall` blocks in content order: (`id` when a string, `name` when a string).
-    pub tool_calls: Vec<(Option<CompactString>, Option<CompactString>)>,
+    pub tool_calls: ThinVec<ToolCallMeta>,
 }
 
 /// Decode one line. `Err` means the line is not one JSON object (malformed), including a line
@@ -470,7 +473,7 @@ impl<'de> Visitor<'de> for ContentVisitor {
                     text_blocks += 1;
                     meta.has_text |= non_empty;
                 }
-                Block::ToolCall { id, name } => meta.tool_calls.push((id, name)),
+                Block::ToolCall { id, name } => meta.tool_calls.push(ToolCallMeta { id, name }),
                 Block::Other => {}
             }
         }
@@ -570,11 +573,13 @@ mod tests {
         assert!(message.content.is_array);
         assert!(!message.content.has_text);
         assert_eq!(
-            message.content.tool_calls,
-            vec![
-                (Some("c1".into()), Some("read".into())),
-                (None, Some("bash".into()))
-            ]
+            message
+                .content
+                .tool_calls
+                .iter()
+                .map(|call| (call.id.as_deref(), call.name.as_deref()))
+                .collect::<Vec<_>>(),
+            vec![(Some("c1"), Some("read")), (None, Some("bash"))]
         );
     }
 
