@@ -342,14 +342,6 @@ fn open_testing_lines(
     }
     let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
-    // The index's skeleton is encoded before the projection is built (when the index is
-    // built, the decode threads did it already), not beside it on another core: its string
-    // table and buffer would then live alongside the projection (peak RSS of a cold call on
-    // the 100 MiB bench session 48 → 57 MB, over half the file).
-    let pending = pending.map(|mut pending| {
-        pending.encode(&session.entries);
-        pending
-    });
     // The stored projection must be the default branch of exactly the indexed lines.
     let storable = pending
         .as_ref()
@@ -411,19 +403,32 @@ fn open_testing_lines(
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
     let (projection, entry_of_line) = built.into_projection();
     drop(branch);
-    // The skeleton is freed (a free per heap string: ≈ 2 ms on 63 k entries) on the other
-    // core while this one encodes and writes the index, or left to the exit when the process
-    // ends with this call: freeing it beside the write still cost a cold search on 110 k
-    // entries ≈ 6 ms of CPU and 2 ms of wall time. Encoding the stored projection before it
-    // is freed (beside the side data) was ≈ 1 ms faster but raised peak RSS by 3 MB on the
-    // bench session and 8 MB on a session of short lines.
-    let (file, skeleton) = session.into_file_and_skeleton();
+    // The index's skeleton is encoded only now, once the build's own tables are freed, and
+    // never beside the build: its buffers then lived through it (encoded by the decode
+    // threads, ≈ 5 MB of the peak RSS of a cold call on a 100 MiB session of 225 k short
+    // lines; encoded beside the build on another core, the bench session's 48 → 57 MB). It
+    // is encoded (a chunk per part) beside the stored projection's encoding, which this core
+    // does meanwhile. The entries and the id index are then freed on another core, or left to
+    // the exit when the process ends with this call (a free per heap string: ≈ 2 ms on 63 k
+    // entries).
+    let (file, entries, ids_table) = session.into_parts();
     let mut index = used;
     std::thread::scope(|scope| {
-        crate::memory::release(scope, skeleton);
+        crate::memory::release(scope, ids_table);
+        let encoding = scope.spawn(move || {
+            let pending = pending.map(|mut pending| {
+                pending.encode(&entries);
+                pending
+            });
+            (pending, entries)
+        });
+        let extra = storable.then(|| flat::encode(&projection)).flatten();
+        let pieces = extra.as_ref().map(flat::Encoded::pieces);
+        let (pending, entries) = encoding
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        crate::memory::release(scope, entries);
         if let Some(pending) = pending {
-            let extra = storable.then(|| flat::encode(&projection)).flatten();
-            let pieces = extra.as_ref().map(flat::Encoded::pieces);
             index = pending.write(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
         }
     });

@@ -155,7 +155,7 @@ pub(crate) fn open_through_index(
             .as_deref()
             .is_some_and(|bytes| omits_skeleton(bytes, &identity, file, complete));
     drop(bytes);
-    let (mut stored, use_, had_extra) = match loaded {
+    let (stored, use_, had_extra) = match loaded {
         Some(stored) => {
             let indexed = stored.indexed_len;
             let had_extra = stored.has_extra;
@@ -171,14 +171,12 @@ pub(crate) fn open_through_index(
             }
         }
         None => {
-            // The decode threads encode the skeleton of the lines they decode.
-            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::encoding())?;
+            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::empty())?;
             (decoded, IndexUse::Built, false)
         }
     };
-    let skeleton = stored.skeleton.take();
     let pending = if use_ != IndexUse::Reused || !had_extra {
-        Pending::new(target, identity, file, complete, &stored, skeleton).map(|mut pending| {
+        Pending::new(target, identity, file, complete, &stored).map(|mut pending| {
             pending.keep_existing = keep_existing;
             pending
         })
@@ -716,14 +714,12 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// `skeleton`: the skeleton chunks of `decoded.entries` when already encoded.
     fn new(
         target: PathBuf,
         identity: Identity,
         file: &File,
         complete: u64,
         decoded: &Decoded,
-        skeleton: Option<Vec<Vec<u8>>>,
     ) -> Option<Pending> {
         let header = decoded.header.as_ref()?;
         let hashes = edges(file, complete).ok()?;
@@ -739,10 +735,7 @@ impl Pending {
             encoded: None,
             keep_existing: false,
         };
-        if let Some(skeleton) = skeleton {
-            let back_len = skeleton.iter().map(Vec::len).sum::<usize>();
-            pending.encoded = Some((pending.head(back_len as u64), skeleton));
-        } else if header.version < 3 {
+        if header.version < 3 {
             // Older files are migrated in memory once assembled: their skeleton is encoded
             // from the entries as decoded, now.
             pending.encode(&decoded.entries);
@@ -756,16 +749,32 @@ impl Pending {
         if self.encoded.is_some() {
             return;
         }
-        // A chunk per part of the indexed entries.
+        // A chunk per part of the indexed entries (one per decode thread of a full read), each
+        // part on its own thread: the decode threads encoded them as they went, but the
+        // chunks then stayed in memory through the projection's build (≈ 5 MB of a cold
+        // call's peak on a session of 225 k short lines).
         let mut before = None;
-        let skeleton: Vec<Vec<u8>> = entries
+        let parts: Vec<(&[Entry], Option<&Entry>)> = entries
             .prefix(self.entries)
-            .map(|part| {
-                let chunk = chunk_of(part, before);
-                before = part.last();
-                chunk
-            })
+            .map(|part| (part, std::mem::replace(&mut before, part.last())))
             .collect();
+        let skeleton: Vec<Vec<u8>> = std::thread::scope(|scope| {
+            let (first, rest) = parts.split_first()?;
+            let others: Vec<_> = rest
+                .iter()
+                .map(|&(part, before)| scope.spawn(move || chunk_of(part, before)))
+                .collect();
+            let mut chunks = vec![chunk_of(first.0, first.1)];
+            for other in others {
+                chunks.push(
+                    other
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            Some(chunks)
+        })
+        .unwrap_or_default();
         let back_len = skeleton.iter().map(Vec::len).sum::<usize>();
         self.encoded = Some((self.head(back_len as u64), skeleton));
     }
@@ -933,26 +942,9 @@ fn write_index(
     written.is_ok()
 }
 
-/// One skeleton chunk of `entries`, which come right after `before` in the file: its body's
-/// length and checksum, then the body.
-pub(crate) fn chunk_of(entries: &[Entry], before: Option<&Entry>) -> Vec<u8> {
-    encode_skeleton(entries, before).place(0)
-}
-
-/// A skeleton chunk as a decode thread encodes the entries it decoded: framed, but with line
-/// numbers counted from the thread's first line, which line that is being known only once
-/// the threads before it have counted theirs. Only the first entry's line number is coded
-/// against the chunk start (the others against the entry before), and it is written at a
-/// fixed width, so [`Framed::place`] moves the chunk on in place (no copy).
-pub(crate) struct Framed {
-    /// Length and checksum (zero until placed), then the body.
-    buf: Vec<u8>,
-    /// Where the first entry's line number is written, and that number.
-    first_line: Option<(usize, u64)>,
-}
-
 /// The fixed width of a chunk's first line number: a varint padded with continuation bits
-/// (the reader takes up to 10 bytes for a `u64`).
+/// (the reader takes up to 10 bytes for a `u64`). A format fact: decode threads once wrote
+/// their chunk before knowing which line it starts at, and moved that number on in place.
 const WIDE: usize = 10;
 
 fn wide_varint(v: u64) -> [u8; WIDE] {
@@ -962,26 +954,6 @@ fn wide_varint(v: u64) -> [u8; WIDE] {
         *byte = if k + 1 < WIDE { bits | 0x80 } else { bits };
     }
     out
-}
-
-impl Framed {
-    /// No entries.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.first_line.is_none()
-    }
-
-    /// The chunk, its line numbers moved on by `line_base` (the lines before the thread's
-    /// first), with its length and checksum filled in.
-    pub(crate) fn place(mut self, line_base: u64) -> Vec<u8> {
-        if let Some((at, first)) = self.first_line {
-            self.buf[at..at + WIDE].copy_from_slice(&wide_varint(first + line_base));
-        }
-        let body = &self.buf[16..];
-        let (len, sum) = (body.len() as u64, checksum(body));
-        self.buf[..8].copy_from_slice(&len.to_le_bytes());
-        self.buf[8..16].copy_from_slice(&sum.to_le_bytes());
-        self.buf
-    }
 }
 
 // ------------------------------------------------------------------------------- encoding
@@ -1062,49 +1034,21 @@ fn role_tag(role: &Role) -> u64 {
     }
 }
 
-/// A skeleton chunk (see [`Framed`]): its body is its string table, then its entries
-/// (offsets, line numbers and timestamps coded against the chunk's previous entry).
-pub(crate) fn encode_skeleton(entries: &[Entry], before: Option<&Entry>) -> Framed {
-    encode_skeleton_with(SkeletonBuffers::for_entries(entries.len()), entries, before)
-}
-
-/// The buffers a skeleton chunk of `n` entries is encoded in, allocated before the encoding
-/// starts: decode threads allocate theirs before any of them frees a large block (see
-/// `decode_range`), so glibc's dynamic mmap threshold cannot rise in between and put one
-/// thread's buffers in its arena heap, where they stay resident after being freed.
-pub(crate) struct SkeletonBuffers<'a> {
-    strings: Interner<'a>,
-    body: Out,
-}
-
-impl SkeletonBuffers<'_> {
-    pub(crate) fn for_entries(n: usize) -> Self {
-        SkeletonBuffers {
-            strings: Interner {
-                names: FxHashMap::with_capacity_and_hasher(64, Default::default()),
-            },
-            // About 9 bytes of offsets, 9 of id and 40 of tool call or result id per entry.
-            body: Out {
-                buf: Vec::with_capacity(16 + WIDE + n * 64),
-            },
-        }
-    }
-}
-
-/// [`encode_skeleton`] in buffers allocated beforehand.
-pub(crate) fn encode_skeleton_with<'a>(
-    buffers: SkeletonBuffers<'a>,
-    entries: &'a [Entry],
-    before: Option<&'a Entry>,
-) -> Framed {
-    let SkeletonBuffers {
-        mut strings,
-        mut body,
-    } = buffers;
+/// One skeleton chunk of `entries`, which come right after `before` in the file: its body's
+/// length and checksum, then the body: its entry count and entries (offsets, line numbers
+/// and timestamps coded against the chunk's previous entry, the first line number at a
+/// fixed width), its strings interned as they come.
+pub(crate) fn chunk_of<'a>(entries: &'a [Entry], before: Option<&'a Entry>) -> Vec<u8> {
+    let mut strings = Interner {
+        names: FxHashMap::with_capacity_and_hasher(64, Default::default()),
+    };
+    // About 9 bytes of offsets, 9 of id and 40 of tool call or result id per entry.
+    let mut body = Out {
+        buf: Vec::with_capacity(16 + WIDE + entries.len() * 64),
+    };
     // The length and checksum, then the entry count and the entries.
     body.buf.extend_from_slice(&[0; 16]);
     body.u(entries.len() as u64);
-    let first_at = body.buf.len();
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_id: Option<&str> = None;
@@ -1211,10 +1155,11 @@ pub(crate) fn encode_skeleton_with<'a>(
             }
         }
     }
-    Framed {
-        buf: body.buf,
-        first_line: entries.first().map(|e| (first_at, e.line_no)),
-    }
+    let mut buf = body.buf;
+    let (len, sum) = (buf.len() as u64 - 16, checksum(&buf[16..]));
+    buf[..8].copy_from_slice(&len.to_le_bytes());
+    buf[8..16].copy_from_slice(&sum.to_le_bytes());
+    buf
 }
 
 /// The head section: which file and bytes the index covers, and the header.
@@ -1536,7 +1481,6 @@ fn decode(file: &[u8]) -> Option<Stored> {
             flags: Vec::new(),
             skipped: head.skipped,
             lines,
-            skeleton: None,
             continues: None,
         },
         head,

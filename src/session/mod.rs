@@ -513,9 +513,9 @@ impl Session {
         Ok((session, flags, use_, pending))
     }
 
-    /// The file handle and header, keeping only what reading single lines needs, and the rest
-    /// (the entries and the id index) handed back for the caller to free where it suits it.
-    pub fn into_file_and_skeleton(self) -> (SessionFile, impl Send) {
+    /// The file handle and header, keeping only what reading single lines needs, the entries,
+    /// and the rest (the id index) handed back for the caller to free where it suits it.
+    pub fn into_parts(self) -> (SessionFile, Entries, impl Send) {
         let Session {
             path,
             header,
@@ -532,7 +532,8 @@ impl Session {
                 header,
                 skipped_lines,
             },
-            (entries, ids),
+            entries,
+            ids,
         )
     }
 
@@ -1080,9 +1081,6 @@ pub(crate) struct Decoded {
     pub skipped: u64,
     /// Lines so far (blank ones included): the next line's number minus one.
     pub lines: u64,
-    /// When asked for ([`Decoded::encoding`]): the index's skeleton chunks of `entries`,
-    /// encoded by the decode threads as they go (one chunk per thread).
-    pub skeleton: Option<Vec<Vec<u8>>>,
     /// When every entry was decoded from the file here (none read from the index): a bit
     /// per entry, set when its parent is the entry before it ([`Session`]'s `continues`),
     /// found by the decode threads while the entries are in their caches.
@@ -1092,14 +1090,6 @@ pub(crate) struct Decoded {
 impl Decoded {
     pub(crate) fn empty() -> Decoded {
         Decoded::default()
-    }
-
-    /// Nothing decoded yet, and the skeleton of what will be is to be encoded.
-    pub(crate) fn encoding() -> Decoded {
-        Decoded {
-            skeleton: Some(Vec::new()),
-            ..Decoded::default()
-        }
     }
 }
 
@@ -1124,23 +1114,15 @@ pub(crate) fn decode_range(
     let threads = crate::threads::worker_threads();
     let chunks = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
     let bounds = chunk_bounds(file, from, to, chunks).map_err(io_error)?;
-    let encode = so_far.skeleton.is_some();
     let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-        let encode = encode.then_some(None);
-        vec![decode_chunk(
-            file, size, bounds[0], bounds[1], line_test, encode,
-        )]
+        vec![decode_chunk(file, size, bounds[0], bounds[1], line_test)]
     } else {
-        // Threads that encode their skeleton meet once each has allocated its buffers.
-        let meeting = std::sync::Barrier::new(bounds.len() - 1);
-        let meeting = &meeting;
         std::thread::scope(|scope| {
             let handles: Vec<_> = bounds
                 .windows(2)
                 .map(|w| {
                     let (from, to) = (w[0], w[1]);
-                    let encode = encode.then_some(Some(meeting));
-                    scope.spawn(move || decode_chunk(file, size, from, to, line_test, encode))
+                    scope.spawn(move || decode_chunk(file, size, from, to, line_test))
                 })
                 .collect();
             handles
@@ -1194,11 +1176,6 @@ pub(crate) fn decode_range(
                 chunk.continues[0] |= 1;
             }
             append_bits(bits, so_far.entries.len(), &chunk.continues);
-        }
-        if let (Some(back), Some(part)) = (&mut so_far.skeleton, chunk.skeleton.take())
-            && !part.is_empty()
-        {
-            back.push(part.place(so_far.lines));
         }
         so_far.lines += chunk.line_count;
         // Each chunk's entries stay where its thread put them (no copy); the first chunk's
@@ -1267,8 +1244,6 @@ struct Chunk {
     malformed: u64,
     /// Every line of the chunk, blank ones included.
     line_count: u64,
-    /// The skeleton of `entries` (line numbers from the chunk's first line), when asked for.
-    skeleton: Option<index::Framed>,
     /// A bit per entry: its parent is the entry before it in the chunk (the first entry's
     /// bit is left for [`decode_range`], which knows the entry before the chunk).
     continues: Vec<u64>,
@@ -1307,24 +1282,6 @@ fn chunk_bounds(file: &File, from: u64, to: u64, chunks: u64) -> std::io::Result
     Ok(bounds)
 }
 
-/// A point every encoding decode thread passes once ([`decode_chunk`]): when returning
-/// early (an error, a panic), on drop, so the others never wait for it forever.
-struct Meeting<'b>(Option<&'b std::sync::Barrier>);
-
-impl Meeting<'_> {
-    fn pass(&mut self) {
-        if let Some(barrier) = self.0.take() {
-            barrier.wait();
-        }
-    }
-}
-
-impl Drop for Meeting<'_> {
-    fn drop(&mut self) {
-        self.pass();
-    }
-}
-
 /// Decode one entry line (without its `\n`) as every reader does — the fast decoder, else
 /// the slow one (and its repaired text) when the fast one is unsure — and hand its fields
 /// and whether it holds an escape JavaScript would not write to `f`; `None` when the line
@@ -1347,23 +1304,14 @@ fn with_raw_entry<T>(
     }
 }
 
-/// Decode the lines in `[from, to)` of `file`. With `encode`, also encode the index's
-/// skeleton chunk of the entries; `encode` is then `Some(meeting)` of the threads decoding
-/// the other chunks of the range at once (`None` when alone). Each of them allocates its
-/// encoding buffers and keeps its line buffer until all have allocated theirs: glibc raises
-/// its mmap threshold to the size of a freed mmapped block, so a block one thread freed
-/// before another allocated its buffers would put those in the other thread's arena heap,
-/// which keeps them resident after they are freed (peak RSS of a cold call on the 100 MiB
-/// bench session was 47.6–48.0 or 51.3–51.9 MB from run to run without the meeting).
+/// Decode the lines in `[from, to)` of `file`.
 fn decode_chunk(
     file: &File,
     size: u64,
     from: u64,
     to: u64,
     line_test: Option<&LineTest<'_>>,
-    encode: Option<Option<&std::sync::Barrier>>,
 ) -> std::io::Result<Chunk> {
-    let mut meeting = Meeting(encode.flatten());
     // Positioned reads: chunks share one descriptor but never its file offset.
     let mut reader = LineReader::new(PositionedReader {
         file,
@@ -1385,7 +1333,6 @@ fn decode_chunk(
         first_session: None,
         malformed: 0,
         line_count: 0,
-        skeleton: None,
         continues: Vec::with_capacity(expected(to - from).div_ceil(64)),
     };
     let mut memo = LineMemo::new();
@@ -1444,15 +1391,6 @@ fn decode_chunk(
             chunk.malformed += 1;
         }
     }
-    if encode.is_some() {
-        let buffers = index::SkeletonBuffers::for_entries(chunk.entries.len());
-        meeting.pass();
-        // The chunk's first entry was decoded without the one before it.
-        let skeleton = index::encode_skeleton_with(buffers, &chunk.entries, None);
-        chunk.skeleton = Some(skeleton);
-    }
-    // The line buffer is freed only now, after the meeting.
-    drop(reader);
     Ok(chunk)
 }
 
@@ -1744,7 +1682,7 @@ mod tests {
             .tool_call_id_at()
             .expect("the light decode knows where the id lies");
         assert_eq!(&result[at as usize..][..7], "call-7\"");
-        let (session_file, _) = session.into_file_and_skeleton();
+        let (session_file, _, _) = session.into_parts();
         let is = |id_at, id| session_file.tool_result_id_is(offset, len, id_at, id);
         for id_at in [Some(at), None] {
             assert_eq!(is(id_at, "call-7"), Some(true), "{id_at:?}");
@@ -1860,32 +1798,6 @@ mod tests {
             session.load(0).unwrap()["message"]["content"],
             "x\u{fffd}y 😀"
         );
-    }
-
-    #[test]
-    fn a_decode_thread_that_stops_early_still_lets_the_others_past_the_meeting() {
-        // Three threads meet; one leaves before passing (an error return drops its
-        // `Meeting`), one passes explicitly, one passes on drop: none waits forever.
-        let barrier = std::sync::Barrier::new(3);
-        let passed = std::sync::atomic::AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                let _meeting = Meeting(Some(&barrier));
-            });
-            for explicit in [true, false] {
-                let (barrier, passed) = (&barrier, &passed);
-                scope.spawn(move || {
-                    let mut meeting = Meeting(Some(barrier));
-                    if explicit {
-                        meeting.pass();
-                        meeting.pass(); // a second pass does not wait again
-                    }
-                    drop(meeting);
-                    passed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                });
-            }
-        });
-        assert_eq!(passed.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]
@@ -2097,8 +2009,8 @@ mod tests {
             let line = lines[entry.line_no as usize - 1];
             assert_eq!(session.raw_line(i).unwrap(), line.as_bytes());
         }
-        // The index built from the chunks (each thread encodes its own skeleton chunk, its
-        // line numbers moved on once the lines before it are counted) reads back the same.
+        // The index built from the chunks (a skeleton chunk per part, each coding its first
+        // parent in full) reads back the same.
         let cache = tempfile::tempdir().unwrap();
         let mode = IndexMode::In {
             dir: cache.path(),
