@@ -408,13 +408,11 @@ fn open_testing_lines(
     // threads, ≈ 5 MB of the peak RSS of a cold call on a 100 MiB session of 225 k short
     // lines; encoded beside the build on another core, the bench session's 48 → 57 MB). It
     // is encoded (a chunk per part) beside the stored projection's encoding, which this core
-    // does meanwhile. The entries and the id index are then freed on another core, or left to
-    // the exit when the process ends with this call (a free per heap string: ≈ 2 ms on 63 k
-    // entries).
-    let (file, entries, ids_table) = session.into_parts();
+    // does meanwhile. The entries are then freed on another core, or left to the exit when
+    // the process ends with this call (a free per heap string: ≈ 2 ms on 63 k entries).
+    let (file, entries) = session.into_parts();
     let mut index = used;
     std::thread::scope(|scope| {
-        crate::memory::release(scope, ids_table);
         let encoding = scope.spawn(move || {
             let pending = pending.map(|mut pending| {
                 pending.encode(&entries);
