@@ -403,6 +403,14 @@ fn open_testing_lines(
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
     let (projection, entry_of_line) = built.into_projection();
     drop(branch);
+    // The line test's flags by projection line, and what they were made from freed before
+    // the skeleton is encoded (a cold call's peak).
+    let line_flags = if flags.is_empty() {
+        Vec::new()
+    } else {
+        entry_of_line.iter().map(|&e| flags[e as usize]).collect()
+    };
+    drop((flags, entry_of_line));
     // The index's skeleton is encoded only now, once the build's own tables are freed, and
     // never beside the build: its buffers then lived through it (encoded by the decode
     // threads, ≈ 5 MB of the peak RSS of a cold call on a 100 MiB session of 225 k short
@@ -430,11 +438,6 @@ fn open_testing_lines(
             index = pending.write(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
         }
     });
-    let line_flags = if flags.is_empty() {
-        Vec::new()
-    } else {
-        entry_of_line.iter().map(|&e| flags[e as usize]).collect()
-    };
     Ok((
         Opened {
             file,
