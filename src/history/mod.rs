@@ -435,6 +435,7 @@ fn open_testing_lines(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         crate::memory::release(scope, entries);
         if let Some(pending) = pending {
+            let side = side.as_ref().map(flat::SideOut::slices);
             index = pending.write(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
         }
     });

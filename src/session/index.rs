@@ -799,13 +799,18 @@ impl Pending {
 
     /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
     /// e.g. history's projection; `None` for none) and `side` (data only an extension reads,
-    /// see [`Grow::side`]). When the whole would pass the index's share of the file, the
+    /// see [`Grow::side`]), each in pieces. When the whole would pass the index's share of the file, the
     /// skeleton is left out (the extra data and side serve the calls that read them, and an
     /// extension in place); when that is still too large, the extra data and side are
     /// dropped. Returns how the call used the index: `used`, or `Unavailable` when a
     /// `Built`/`Extended` index could not be kept.
     /// Not written (as if it could not be) when [`Self::encode`] was not called.
-    pub fn write(&self, extra: Option<&[&[u8]]>, side: Option<&[u8]>, used: IndexUse) -> IndexUse {
+    pub fn write(
+        &self,
+        extra: Option<&[&[u8]]>,
+        side: Option<&[&[u8]]>,
+        used: IndexUse,
+    ) -> IndexUse {
         let kept = match &self.encoded {
             None => false,
             Some((head, skeleton)) => {
@@ -813,13 +818,13 @@ impl Pending {
                 match extra {
                     Some(extra) if pieces_len(extra) != 0 => {
                         let side = side.unwrap_or_default();
-                        write_index(&self.target, self.complete, head, extra, &[side], &back)
+                        write_index(&self.target, self.complete, head, extra, side, &back)
                             || write_index(
                                 &self.target,
                                 self.complete,
                                 &self.head(NO_SKELETON),
                                 extra,
-                                &[side],
+                                side,
                                 &Back::Whole(&[]),
                             )
                             || write_index(&self.target, self.complete, head, &[], &[], &back)
