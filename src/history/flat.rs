@@ -20,7 +20,7 @@ use super::projection::{
     Store, ToolNames, Window, marker_window, seq_count, shown,
 };
 
-use crate::session::{Entry, EntryKind, Header, Role, Session, id_hash};
+use crate::session::{Branch, Entry, EntryKind, Header, Role, Session, id_hash};
 
 const TAG: &[u8; 4] = b"PJ\x04\x00";
 /// A line record. It was 16 bytes (with a line number, used only in an error message).
@@ -804,18 +804,18 @@ pub struct SideIds<'s> {
 /// [`SideIds`] of `branch` (root→leaf) of `session`. `None` when the branch cannot be
 /// extended in place: a file older than version 3 (its entries are migrated in memory), no
 /// entries, a branch that does not end at the last entry, or a leaf without an id.
-pub fn side_ids<'s>(session: &'s Session, branch: &[usize]) -> Option<SideIds<'s>> {
+pub fn side_ids<'s>(session: &'s Session, branch: Branch<'_>) -> Option<SideIds<'s>> {
     if session.header.version < 3 {
         return None;
     }
-    let &leaf = branch.last()?;
+    let leaf = branch.last()?;
     if leaf + 1 != session.entries.len() {
         return None;
     }
     let leaf = session.entries[leaf].id()?;
     let mut branch_ids: Vec<u32> = branch
         .iter()
-        .filter_map(|&i| session.entries[i].id().map(side_hash))
+        .filter_map(|i| session.entries[i].id().map(side_hash))
         .collect();
     branch_ids.sort_unstable();
     branch_ids.dedup();

@@ -40,8 +40,8 @@ pub use projection::{Event, EventRole, Projection, Window};
 pub use read::ReadOptions;
 
 use crate::envelope::{DomainError, ErrorClass, Refusal, fits, largest_fitting};
+use crate::session::{Branch, Reopened, Session, SessionError, SessionFile};
 pub use crate::session::{IndexMode, IndexUse};
-use crate::session::{Reopened, Session, SessionError, SessionFile};
 use crate::words::{plural, seq_range};
 use matcher::DocKind;
 use page::{PageSpec, RowSource, Visible};
@@ -352,7 +352,7 @@ fn open_testing_lines(
     // chain below). One helper thread does both in turn: two, beside the build, took turns
     // with it on a two-core machine (the build's first pass 7.3–9.5 ms instead of ≈ 5 on a
     // session of 110 k entries).
-    let build = |branch: &[usize], check: bool| {
+    let build = |branch: Branch<'_>, check: bool| {
         std::thread::scope(|scope| {
             let helper = (check || storable).then(|| {
                 scope.spawn(|| {
@@ -379,30 +379,24 @@ fn open_testing_lines(
     let chain = leaf_entry
         .filter(|_| leaf.is_none())
         .and_then(|last| session.chain_branch(last));
-    let (branch, (built, ids)) = match chain {
+    let (built, ids) = match chain {
         Some(chain) => {
-            let (unique, built) = build(&chain, true);
+            let (unique, built) = build(chain, true);
             if unique {
-                (chain, built)
+                built
             } else {
-                let branch = session.active_branch(leaf_entry);
-                let built = if branch == chain {
+                let walked = session.active_branch(leaf_entry);
+                if walked.iter().copied().eq(chain.iter()) {
                     built
                 } else {
-                    build(&branch, false).1
-                };
-                (branch, built)
+                    build(Branch::Walked(&walked), false).1
+                }
             }
         }
-        None => {
-            let branch = session.active_branch(leaf_entry);
-            let built = build(&branch, false).1;
-            (branch, built)
-        }
+        None => build(Branch::Walked(&session.active_branch(leaf_entry)), false).1,
     };
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
     let (projection, entry_of_line) = built.into_projection();
-    drop(branch);
     // The line test's flags by projection line, and what they were made from freed before
     // the skeleton is encoded (a cold call's peak).
     let line_flags = if flags.is_empty() {

@@ -9,7 +9,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 
 use crate::protocol::root_window_id;
-use crate::session::{Entry, EntryKind, MessageMeta, Role, Session, id_hash};
+use crate::session::{Branch, Entry, EntryKind, MessageMeta, Role, Session, id_hash};
 
 /// The reset-marker custom types: pi-context's, and the same marker after the 0.38 rename.
 pub const MARKER_TYPES: &[&str] = &["pi-context/reset-marker", "notesoup/reset-marker"];
@@ -591,14 +591,14 @@ impl Projection {
     /// Project `session` along `branch` (entry indexes root→leaf, from
     /// `Session::active_branch`).
     #[allow(clippy::expect_used, reason = "the root window exists")]
-    pub fn build(session: &Session, branch: &[usize]) -> Projection {
+    pub fn build(session: &Session, branch: Branch<'_>) -> Projection {
         Self::build_with_entries(session, branch).projection
     }
 
     /// [`Projection::build`], also giving the session entry of every line of `lines` and
     /// the branch's tool results and open calls.
     #[allow(clippy::expect_used, reason = "the root window exists")]
-    pub fn build_with_entries<'s>(session: &'s Session, branch: &[usize]) -> Built<'s> {
+    pub fn build_with_entries<'s>(session: &'s Session, branch: Branch<'_>) -> Built<'s> {
         // docs/spec/history.md §2: seqs over all entries in file order; §5.1: toolCallId →
         // the first toolResult on the branch with that id (known before the events, which
         // pair calls with later results). Not reserved for the branch: results are a
@@ -608,7 +608,7 @@ impl Projection {
         // session, each pass), and the event loop counts its seqs again as it goes; any other
         // branch reads them from a seq kept per entry (1.8 MB on 225 k entries, which a cold
         // call's peak then held).
-        let sorted = branch.is_sorted_by(|a, b| a < b);
+        let sorted = branch.is_sorted();
         let mut first_seq = Vec::with_capacity(if sorted { 0 } else { session.entries.len() });
         // Each with its id's hash: the side data keeps it, and reading it there from the id
         // would be a cache miss per result.
@@ -646,7 +646,7 @@ impl Projection {
             }
         };
         let mut next = 1u64;
-        let mut branch_ahead = sorted.then(|| branch.iter().copied().peekable());
+        let mut branch_ahead = sorted.then(|| branch.iter().peekable());
         for (index, entry) in session.entries.iter().enumerate() {
             let count = seq_count(&entry.kind);
             let seq = if count > 0 { next } else { 0 };
@@ -662,7 +662,7 @@ impl Projection {
         }
         let highest_seq = next - 1;
         if branch_ahead.is_none() {
-            for &index in branch {
+            for index in branch.iter() {
                 let entry = &session.entries[index];
                 on_branch(entry, index, first_seq[index], seq_count(&entry.kind));
             }
@@ -745,7 +745,7 @@ impl Projection {
             created_at: None,
             events: 0..0,
         };
-        for &index in branch {
+        for index in branch.iter() {
             let entry = &session.entries[index];
             if let Some(id) = marker_window(&entry.kind) {
                 window.events.end = events.len();
@@ -1015,7 +1015,7 @@ mod tests {
         }
         let session = Session::open(file.path()).unwrap();
         let branch = session.active_branch(session.leaf(None).unwrap());
-        Projection::build(&session, &branch)
+        Projection::build(&session, Branch::Walked(&branch))
     }
 
     /// (seq, role, what it shows) of every event.
