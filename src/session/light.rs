@@ -851,12 +851,7 @@ mod tests {
         assert_eq!(entry.kind.as_deref(), Some("message"));
         let message = entry.message.unwrap();
         assert_eq!(
-            message
-                .content
-                .tool_calls
-                .iter()
-                .map(|call| (call.id.as_deref(), call.name.as_deref()))
-                .collect::<Vec<_>>(),
+            message.content.call_pairs(),
             vec![(Some("c"), Some("bash"))]
         );
         assert!(message.content.has_text);

@@ -65,6 +65,17 @@ pub(crate) struct ContentMeta {
     pub tool_calls: ThinVec<ToolCallMeta>,
 }
 
+#[cfg(test)]
+impl ContentMeta {
+    /// The tool calls as (`id`, `name`) pairs, for tests to compare.
+    pub(crate) fn call_pairs(&self) -> Vec<(Option<&str>, Option<&str>)> {
+        self.tool_calls
+            .iter()
+            .map(|call| (call.id.as_deref(), call.name.as_deref()))
+            .collect()
+    }
+}
+
 /// Decode one line. `Err` means the line is not one JSON object (malformed), including a line
 /// nested deeper than a full decode accepts (see [`too_deep`]), so that every reader of the
 /// file applies one rule to it.
@@ -573,12 +584,7 @@ mod tests {
         assert!(message.content.is_array);
         assert!(!message.content.has_text);
         assert_eq!(
-            message
-                .content
-                .tool_calls
-                .iter()
-                .map(|call| (call.id.as_deref(), call.name.as_deref()))
-                .collect::<Vec<_>>(),
+            message.content.call_pairs(),
             vec![(Some("c1"), Some("read")), (None, Some("bash"))]
         );
     }
