@@ -230,7 +230,16 @@ struct RunningSeq<'s> {
     next: u64,
 }
 
-impl RunningSeq<'_> {
+impl<'s> RunningSeq<'s> {
+    /// Before the first entry (seqs start at 1).
+    fn new(entries: &'s crate::session::Entries) -> Self {
+        RunningSeq {
+            entries,
+            counted_to: 0,
+            next: 1,
+        }
+    }
+
     /// The seq of entry `index`, whose kind has `count` seqs; `index` must be after the
     /// entry asked last.
     fn at(&mut self, index: usize, count: u64) -> u64 {
@@ -645,22 +654,21 @@ impl Projection {
                 }
             }
         };
-        let mut next = 1u64;
+        let mut every_seq = RunningSeq::new(&session.entries);
         let mut branch_ahead = sorted.then(|| branch.iter().peekable());
         for (index, entry) in session.entries.iter().enumerate() {
             let count = seq_count(&entry.kind);
-            let seq = if count > 0 { next } else { 0 };
+            let seq = every_seq.at(index, count);
             if !sorted {
                 first_seq.push(seq);
             }
-            next += count;
             if let Some(ahead) = &mut branch_ahead
                 && ahead.next_if_eq(&index).is_some()
             {
                 on_branch(entry, index, seq, count);
             }
         }
-        let highest_seq = next - 1;
+        let highest_seq = every_seq.next - 1;
         if branch_ahead.is_none() {
             for index in branch.iter() {
                 let entry = &session.entries[index];
@@ -734,11 +742,7 @@ impl Projection {
         let is_paired =
             |paired: &[u64], seq: u64| paired[(seq / 64) as usize] >> (seq % 64) & 1 == 1;
         let mut events: Records<Event> = Records::with_capacity(event_estimate);
-        let mut seq_of = RunningSeq {
-            entries: &session.entries,
-            counted_to: 0,
-            next: 1,
-        };
+        let mut seq_of = RunningSeq::new(&session.entries);
         let mut out_windows = Vec::new();
         let mut window = Window {
             window_id: root_window_id(&session.header.id),
