@@ -799,10 +799,10 @@ impl Pending {
 
     /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
     /// e.g. history's projection; `None` for none) and `side` (data only an extension reads,
-    /// see [`Grow::side`]), each in pieces. When the whole would pass the index's share of the file, the
-    /// skeleton is left out (the extra data and side serve the calls that read them, and an
-    /// extension in place); when that is still too large, the extra data and side are
-    /// dropped. Returns how the call used the index: `used`, or `Unavailable` when a
+    /// see [`Grow::side`]), each in pieces. When the whole would pass the index's share of
+    /// the file, the skeleton is left out (the extra data and side serve the calls that read
+    /// them, and an extension in place); when that is still too large, the extra data and
+    /// side are dropped. Returns how the call used the index: `used`, or `Unavailable` when a
     /// `Built`/`Extended` index could not be kept.
     /// Not written (as if it could not be) when [`Self::encode`] was not called.
     pub fn write(

@@ -802,7 +802,8 @@ impl<'a> Parser<'a> {
                         }
                         Some("toolCall") => {
                             // Most messages make one call: room for exactly one, so the
-                            // entry's boxed slice is made without a shrinking realloc.
+                            // entry's vector needs no shrinking realloc (`entry_from_raw`
+                            // shrinks it to fit).
                             if meta.tool_calls.capacity() == 0 {
                                 meta.tool_calls.reserve_exact(1);
                             }

@@ -700,7 +700,7 @@ impl Session {
 /// A branch: entry indexes from the root to the leaf. A chain (every entry from the first,
 /// [`Session::chain_branch`], Pi's usual file) is kept as its length, not as a vector of
 /// indexes (1.8 MB on 225 k entries, held through a cold call's peak).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Branch<'a> {
     /// Entries `0..len`.
     Chain { len: usize },
@@ -2023,15 +2023,7 @@ mod tests {
             result(r#""x\ty":0,"#),
             result(""),
         ];
-        let text = format!(
-            "{HEADER}
-{}
-",
-            lines.join(
-                "
-"
-            )
-        );
+        let text = format!("{HEADER}\n{}\n", lines.join("\n"));
         let (file, _) = session_from(&text);
         let (_, flags) =
             Session::open_testing_lines(file.path(), &|line, _| match line.nested_calls {
