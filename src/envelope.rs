@@ -249,6 +249,61 @@ pub fn largest_fitting(max: usize, mut ok: impl FnMut(usize) -> bool) -> Option<
     Some(lo)
 }
 
+/// [`largest_fitting`] starting from `guess` (an estimate of the answer): the boundary is
+/// bracketed by steps doubling away from `guess`, then bisected. When `ok(n)` costs time in
+/// proportion to `n` (rendering `n` rows), a close guess keeps every trial near the answer:
+/// [`largest_fitting`] tries `max` first, which on a long list (thousands of windows of
+/// which 256 fit) costs more than everything else a call does.
+pub fn largest_fitting_from(
+    max: usize,
+    guess: usize,
+    mut ok: impl FnMut(usize) -> bool,
+) -> Option<usize> {
+    let guess = guess.min(max);
+    // `ok(lo)` holds and `ok(hi)` fails, once bracketed.
+    let (mut lo, mut hi);
+    let mut step = 1usize;
+    if ok(guess) {
+        lo = guess;
+        loop {
+            if lo == max {
+                return Some(max);
+            }
+            let next = lo.saturating_add(step).min(max);
+            if ok(next) {
+                lo = next;
+                step = step.saturating_mul(2);
+            } else {
+                hi = next;
+                break;
+            }
+        }
+    } else {
+        hi = guess;
+        loop {
+            if hi == 0 {
+                return None;
+            }
+            let next = hi.saturating_sub(step);
+            if ok(next) {
+                lo = next;
+                break;
+            }
+            hi = next;
+            step = step.saturating_mul(2);
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,5 +365,31 @@ mod tests {
         assert_eq!(largest_fitting(100, |n| n <= 37), Some(37));
         assert_eq!(largest_fitting(100, |_| true), Some(100));
         assert_eq!(largest_fitting(100, |_| false), None);
+    }
+
+    #[test]
+    fn largest_fitting_from_a_guess_finds_the_boundary_trying_near_it() {
+        for max in 0..40usize {
+            // `answer` None: nothing fits.
+            for answer in std::iter::once(None).chain((0..=max).map(Some)) {
+                for guess in 0..max + 3 {
+                    let mut tried = Vec::new();
+                    let found = largest_fitting_from(max, guess, |n| {
+                        tried.push(n);
+                        answer.is_some_and(|a| n <= a)
+                    });
+                    assert_eq!(found, answer, "max {max} guess {guess}");
+                    assert!(tried.iter().all(|&n| n <= max), "{tried:?}");
+                    // Steps double away from the guess, so every trial lies within twice
+                    // the distance from the guess to the boundary.
+                    let boundary = answer.map_or(0, |a| a + 1).min(max);
+                    let reach = 2 * boundary.abs_diff(guess.min(max)) + 1;
+                    assert!(
+                        tried.iter().all(|&n| n.abs_diff(guess.min(max)) <= reach),
+                        "max {max} answer {answer:?} guess {guess}: {tried:?}"
+                    );
+                }
+            }
+        }
     }
 }

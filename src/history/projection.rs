@@ -284,38 +284,48 @@ pub struct Projection {
 /// each line named before. The builder numbers lines in the order events first name them, so
 /// this holds for every branch seen; it is checked rather than assumed because
 /// [`Projection::events_naming`] finds a line's events by binary search on it.
-#[derive(Default)]
 pub(super) struct LineRuns {
-    run_entry: Option<usize>,
-    highest: Option<usize>,
+    /// The entry line of the last event (`u64::MAX` before the first).
+    run_entry: u64,
+    /// One past the highest line named so far (0 before any).
+    next_new: u64,
     broken: bool,
 }
 
-impl LineRuns {
-    // Called for every event each time a stored projection is read: kept inline there.
-    #[inline]
-    pub(super) fn see(&mut self, source: Source) {
-        let entry = source.entry();
-        if self.run_entry != Some(entry) {
-            self.run_entry = Some(entry);
-            self.new_line(entry);
-        }
-        if let Source::Call {
-            result: Some(result),
-            ..
-        } = source
-        {
-            self.new_line(result);
+impl Default for LineRuns {
+    fn default() -> Self {
+        LineRuns {
+            run_entry: u64::MAX,
+            next_new: 0,
+            broken: false,
         }
     }
+}
 
-    /// A line named for the first time: it must be past every line named before.
+impl LineRuns {
+    pub(super) fn see(&mut self, source: Source) {
+        let result = match source {
+            Source::Call {
+                result: Some(result),
+                ..
+            } => Some(result as u64),
+            _ => None,
+        };
+        self.see_lines(source.entry() as u64, result.unwrap_or(0), result.is_some());
+    }
+
+    /// [`LineRuns::see`] of an event naming line `entry`, and line `result` when
+    /// `has_result`: written without a branch, as it runs for every event each time a stored
+    /// projection is read (`flat::EventCheck`). An entry line is named anew when it starts a
+    /// run, a result line always; a line named anew must be past every line named before.
     #[inline]
-    fn new_line(&mut self, line: usize) {
-        if self.highest.is_some_and(|highest| line <= highest) {
-            self.broken = true;
-        }
-        self.highest = Some(self.highest.map_or(line, |highest| highest.max(line)));
+    pub(super) fn see_lines(&mut self, entry: u64, result: u64, has_result: bool) {
+        let fresh = entry != self.run_entry;
+        self.run_entry = entry;
+        self.broken |= fresh & (entry < self.next_new);
+        self.next_new = self.next_new.max(if fresh { entry + 1 } else { 0 });
+        self.broken |= has_result & (result < self.next_new);
+        self.next_new = self.next_new.max(if has_result { result + 1 } else { 0 });
     }
 
     pub(super) fn hold(&self) -> bool {

@@ -665,6 +665,68 @@ fn snapshots_history_windows() {
         "#));
 }
 
+/// A session of more windows than one response holds shows the longest prefix that fits:
+/// within the budget, one row short of leaving it, the rest counted in `more`; the text
+/// lists the same rows. (The count is searched from where the rows' own sizes put it.)
+#[test]
+fn windows_beyond_the_budget_show_the_longest_prefix_that_fits() {
+    const BUDGET: usize = 32 * 1024;
+    let dir = tempfile::tempdir().unwrap();
+    let markers = 1500;
+    let mut lines = vec![json!({"type":"session","version":3,"id":"many-windows"})];
+    let mut parent = Value::Null;
+    for i in 0..markers {
+        let (marker, user) = (format!("m{i}"), format!("u{i}"));
+        lines.push(json!({"type":"custom","customType":"pi-context/reset-marker","data":{"windowId":format!("w{i}")},"id":marker,"parentId":parent,"timestamp":"2026-01-01T00:00:00.000Z"}));
+        lines.push(json!({"type":"message","id":user,"parentId":marker,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":format!("turn {i}")}}));
+        parent = json!(user);
+    }
+    let session = crafted(dir.path(), "many-windows.jsonl", &lines);
+    let run = hist("history-windows", &session, &["--no-index"], "{}");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let out = run.json();
+    let rows = out["data"]["windows"].as_array().unwrap();
+    let more = out["data"]["more"].as_u64().unwrap() as usize;
+    assert!(
+        more > 0 && rows.len() > 100,
+        "{} rows, {more} more",
+        rows.len()
+    );
+    assert_eq!(
+        rows.len() + more,
+        markers + 1,
+        "the root window and one per marker"
+    );
+    let bytes = run.stdout.trim_end().len();
+    assert!(bytes <= BUDGET, "{bytes} bytes");
+    // One more row (as long as the last, give or take a digit) would not fit.
+    let last = serde_json::to_string(rows.last().unwrap()).unwrap().len();
+    let text = hist(
+        "history-windows",
+        &session,
+        &["--no-index", "--format", "text"],
+        "{}",
+    );
+    let listed: Vec<&str> = text
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("window "))
+        .collect();
+    assert_eq!(listed.len(), rows.len());
+    let last_line = listed.last().unwrap().len();
+    assert!(
+        bytes + last + 3 > BUDGET || text.stdout.len() + last_line + 3 > BUDGET,
+        "{bytes} JSON bytes and {} text bytes leave room for another row",
+        text.stdout.len()
+    );
+    // The index answers alike.
+    let cache = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let cached = hist_cached("history-windows", &session, cache.path(), &[], "{}");
+        assert_eq!(without_index(&cached).0, without_index(&run).0);
+    }
+}
+
 #[test]
 fn snapshots_history_list() {
     let dir = tempfile::tempdir().unwrap();
