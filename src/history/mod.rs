@@ -328,19 +328,19 @@ fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, His
     )
 }
 
-/// Open and project; with `line_test`, also the test's flag of every line of
+/// Open and project; with `line_test`, also the test's mask of every line of
 /// `projection.lines`.
 fn open_testing_lines(
     path: &Path,
     leaf: Option<&str>,
     line_test: Option<&crate::session::LineTest<'_>>,
     index: &IndexMode<'_>,
-) -> Result<(Opened, Vec<u64>), HistoryError> {
+) -> Result<(Opened, TestedLines), HistoryError> {
     if leaf.is_none()
         && line_test.is_none()
         && let Some(opened) = open_reused(path, index)?
     {
-        return Ok((opened, Vec::new()));
+        return Ok((opened, TestedLines::Untested));
     }
     let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
@@ -398,15 +398,13 @@ fn open_testing_lines(
         None => build(Branch::Walked(&session.active_branch(leaf_entry)), false).1,
     };
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
-    let (projection, entry_of_line) = built.into_projection();
+    let (projection, line_of) = built.into_projection();
     // The line test's flags by projection line, and what they were made from freed before
     // the skeleton is encoded (a cold call's peak).
-    let line_flags = if flags.is_empty() {
-        Vec::new()
-    } else {
-        entry_of_line.iter().map(|&e| flags[e as usize]).collect()
-    };
-    drop((flags, entry_of_line));
+    let line_flags = line_test.map_or(TestedLines::Untested, |_| {
+        TestedLines::of(&flags, &line_of, projection.line_count())
+    });
+    drop((flags, line_of));
     // The index's skeleton is encoded only now, once the build's own tables are freed, and
     // never beside the build: its buffers then lived through it (encoded by the decode
     // threads, ≈ 5 MB of the peak RSS of a cold call on a 100 MiB session of 225 k short
@@ -603,18 +601,82 @@ fn passes(projection: &Projection, options: &ListOptions, conversation: bool, e:
         }
 }
 
-/// The raw-line test's mask of each event line: tested while the file was read (indexed by
-/// line), or found by the block scan of a warm index.
+/// The raw-line test's mask of each event line: tested while the file was read, or found by
+/// the block scan of a warm index.
 enum Masks {
-    Tested(Vec<u64>),
+    Tested(TestedLines),
     Scanned(scan::LineMasks),
+}
+
+/// The raw-line test's masks of a projection's lines, as a cold call found them.
+enum TestedLines {
+    /// No test ran: every line is a "maybe".
+    Untested,
+    /// The lines whose mask is not 0, ascending by line: a search's usual few (a vector of
+    /// every line's mask was 1.8 MB on a session of 225 k lines, held while the index's
+    /// skeleton was encoded).
+    Sparse(Vec<(usize, u64)>),
+    /// Every line's mask, when many are not 0, so a lookup stays one load.
+    Dense(Vec<u64>),
+}
+
+impl TestedLines {
+    /// From the masks by session entry and the projection line of each entry (`u32::MAX`:
+    /// none), for a projection of `lines` lines. An entry past the tested ones is a "maybe".
+    fn of(flags: &crate::session::EntryFlags, line_of: &[u32], lines: usize) -> TestedLines {
+        let line = |entry: usize| {
+            line_of
+                .get(entry)
+                .filter(|&&line| line != u32::MAX)
+                .map(|&line| line as usize)
+        };
+        let mut set: Vec<(usize, u64)> = flags
+            .set()
+            .iter()
+            .filter_map(|&(entry, mask)| Some((line(entry)?, mask)))
+            .collect();
+        set.extend((flags.tested()..line_of.len()).filter_map(|e| Some((line(e)?, u64::MAX))));
+        if set.len() > lines / 16 {
+            let mut dense = vec![0u64; lines];
+            for (line, mask) in set {
+                dense[line] = mask;
+            }
+            return TestedLines::Dense(dense);
+        }
+        set.sort_unstable_by_key(|&(line, _)| line);
+        TestedLines::Sparse(set)
+    }
+
+    /// The lines of a projection of `all` lines whose mask is not 0, ascending.
+    fn lines_with_bits(&self, all: usize) -> Box<dyn Iterator<Item = usize> + '_> {
+        match self {
+            TestedLines::Untested => Box::new(0..all),
+            TestedLines::Sparse(set) => Box::new(set.iter().map(|&(line, _)| line)),
+            // A line past those tested is a "maybe".
+            TestedLines::Dense(masks) => {
+                let tested = masks.len().min(all);
+                let set = masks[..tested].iter().enumerate().filter(|(_, m)| **m != 0);
+                Box::new(set.map(|(line, _)| line).chain(tested..all))
+            }
+        }
+    }
+
+    fn get(&self, line: usize) -> u64 {
+        match self {
+            TestedLines::Untested => u64::MAX,
+            TestedLines::Sparse(set) => set
+                .binary_search_by_key(&line, |&(line, _)| line)
+                .map_or(0, |i| set[i].1),
+            TestedLines::Dense(masks) => masks.get(line).copied().unwrap_or(u64::MAX),
+        }
+    }
 }
 
 impl Masks {
     /// Line `line`'s mask; every bit ("maybe") for a line without one.
     fn get(&self, projection: &Projection, line: usize) -> u64 {
         match self {
-            Masks::Tested(masks) => masks.get(line).copied().unwrap_or(u64::MAX),
+            Masks::Tested(tested) => tested.get(line),
             Masks::Scanned(masks) => masks.get(projection, line),
         }
     }
@@ -629,11 +691,8 @@ impl Masks {
             lines.len() <= most
         };
         match self {
-            Masks::Tested(masks) => {
-                // A line past the tested ones is a "maybe".
-                let tested = masks.len().min(all);
-                let set = masks[..tested].iter().enumerate().filter(|(_, m)| **m != 0);
-                for line in set.map(|(line, _)| line).chain(tested..all) {
+            Masks::Tested(tested) => {
+                for line in tested.lines_with_bits(all) {
                     if !add(line) {
                         return None;
                     }
@@ -930,3 +989,49 @@ pub fn read(
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::EntryFlags;
+
+    /// A line's mask is its entry's, whether few lines have one (kept sparse) or many
+    /// (kept dense); an entry past the tested ones is a "maybe".
+    #[test]
+    fn tested_lines_take_each_lines_mask_from_its_entry() {
+        let lines = 40;
+        // Entry e is line 7e mod 40 (a permutation); entries 40.. are on no line.
+        let line_of: Vec<u32> = (0..50u32)
+            .map(|e| if e < 40 { e * 7 % 40 } else { u32::MAX })
+            .collect();
+        for (masked, tested) in [
+            (vec![3usize, 41], 50),
+            (vec![2], 39),
+            (vec![2], 37),
+            ((0..30).collect(), 50),
+        ] {
+            let mut flags = EntryFlags::default();
+            for e in 0..tested {
+                flags.push(if masked.contains(&e) {
+                    1 << (e % 64)
+                } else {
+                    0
+                });
+            }
+            let found = TestedLines::of(&flags, &line_of, lines);
+            let with_masks = (0..40).filter(|&e| flags.get(e) != 0).count();
+            let sparse = matches!(found, TestedLines::Sparse(_));
+            assert_eq!(sparse, with_masks <= lines / 16, "{masked:?} of {tested}");
+            for (e, &line) in line_of.iter().enumerate().take(40) {
+                let line = line as usize;
+                assert_eq!(found.get(line), flags.get(e), "entry {e}, line {line}");
+            }
+            let mut with_bits: Vec<usize> = (0..40)
+                .filter(|&e| flags.get(e) != 0)
+                .map(|e| line_of[e] as usize)
+                .collect();
+            with_bits.sort_unstable();
+            assert_eq!(found.lines_with_bits(lines).collect::<Vec<_>>(), with_bits);
+        }
+    }
+}

@@ -121,8 +121,6 @@ pub struct Window {
 /// on the way that storing it needs (the side data of `super::flat`).
 pub struct Built<'s> {
     pub projection: Projection,
-    /// The session entry of every line of the projection.
-    pub entry_of_line: Vec<u32>,
     /// The calls whose id no tool result of the branch has, the first of each id, in event
     /// order: (event index, id).
     pub open: Vec<(usize, &'s str)>,
@@ -136,10 +134,10 @@ pub struct Built<'s> {
 }
 
 impl Built<'_> {
-    /// The projection and the session entry of each of its lines, the rest dropped (it
-    /// borrows the session).
+    /// The projection and the projection line of each session entry (`u32::MAX`: none),
+    /// the rest dropped (it borrows the session).
     pub fn into_projection(self) -> (Projection, Vec<u32>) {
-        (self.projection, self.entry_of_line)
+        (self.projection, self.line_of)
     }
 
     /// The first tool result of each call id on the branch, in no order (read only when the
@@ -722,12 +720,10 @@ impl Projection {
         // Session entries → `lines`, in the order events first name them.
         let mut line_of = vec![u32::MAX; session.entries.len()];
         let mut lines: Records<Line> = Records::with_capacity(branch.len());
-        let mut entry_of_line: Vec<u32> = Vec::with_capacity(branch.len());
         let mut line = |entry: usize| -> usize {
             if line_of[entry] == u32::MAX {
                 let e = &session.entries[entry];
                 line_of[entry] = lines.len() as u32;
-                entry_of_line.push(entry as u32);
                 lines.push(Line {
                     offset: e.offset,
                     len: e.line_len(),
@@ -876,7 +872,6 @@ impl Projection {
         };
         Built {
             projection,
-            entry_of_line,
             open,
             branch_results,
             results,

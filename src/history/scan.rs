@@ -341,7 +341,9 @@ impl Block<'_> {
                 return;
             }
             let hit = self.start + at as u64;
-            let i = self.table.first_ending_after_from(from..self.range.end, hit);
+            let i = self
+                .table
+                .first_ending_after_from(from..self.range.end, hit);
             from = i;
             if i >= self.range.end {
                 return;

@@ -37,9 +37,9 @@ use thin_vec::ThinVec;
 
 use super::mapped::Mapped;
 use super::{
-    CustomMeta, Decoded, Entries, Entry, EntryKind, Header, LineMemo, LineReader, LineTest,
-    Lineage, MessageExtras, MessageMeta, PositionedReader, Role, SessionError, TestedLine,
-    ToolCallMeta, decode_range, io_error_of,
+    CustomMeta, Decoded, Entries, Entry, EntryFlags, EntryKind, Header, LineMemo, LineReader,
+    LineTest, Lineage, MessageExtras, MessageMeta, PositionedReader, Role, SessionError,
+    TestedLine, ToolCallMeta, decode_range, io_error_of,
 };
 
 /// How a read may use the index.
@@ -134,7 +134,7 @@ pub(crate) fn open_through_index(
     let complete = complete_end(file, size).map_err(io_error)?;
     housekeeping(&index_dir(cache), now);
     let Ok(canonical) = fs::canonicalize(path) else {
-        let decoded = decode_range(path, file, size, 0, size, test, Decoded::empty())?;
+        let decoded = decode_range(path, file, 0, size, test, Decoded::empty())?;
         return Ok((decoded, IndexUse::Unavailable, None));
     };
     let target = index_path(cache, &canonical);
@@ -164,14 +164,14 @@ pub(crate) fn open_through_index(
                 decoded.flags = scan_flags(file, &decoded.entries, test).map_err(io_error)?;
             }
             if indexed < complete {
-                let decoded = decode_range(path, file, size, indexed, complete, test, decoded)?;
+                let decoded = decode_range(path, file, indexed, complete, test, decoded)?;
                 (decoded, IndexUse::Extended, had_extra)
             } else {
                 (decoded, IndexUse::Reused, had_extra)
             }
         }
         None => {
-            let decoded = decode_range(path, file, size, 0, complete, test, Decoded::empty())?;
+            let decoded = decode_range(path, file, 0, complete, test, Decoded::empty())?;
             (decoded, IndexUse::Built, false)
         }
     };
@@ -184,7 +184,7 @@ pub(crate) fn open_through_index(
         None
     };
     let pending_missing = pending.is_none() && use_ != IndexUse::Reused;
-    let decoded = decode_range(path, file, size, complete, size, test, stored)?;
+    let decoded = decode_range(path, file, complete, size, test, stored)?;
     // No index could be encoded (no header yet): nothing is kept.
     let use_ = if pending_missing {
         IndexUse::Unavailable
@@ -566,17 +566,17 @@ fn complete_end(file: &File, size: u64) -> std::io::Result<u64> {
 /// `test` of every entry's line, for entries known from the index (one pass over their bytes,
 /// in parallel ranges for large files).
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
-fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::Result<Vec<u64>> {
+fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::Result<EntryFlags> {
     let Some(last) = entries.last() else {
-        return Ok(Vec::new());
+        return Ok(EntryFlags::default());
     };
     let bytes = last.offset + last.line_len();
     let threads = crate::threads::worker_threads();
     let groups = (bytes / super::PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64) as usize;
     let per = entries.len().div_ceil(groups);
-    let scan = |group: &[Entry]| -> std::io::Result<Vec<u64>> {
+    let scan = |group: &[Entry]| -> std::io::Result<EntryFlags> {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
-            return Ok(Vec::new());
+            return Ok(EntryFlags::default());
         };
         let mut reader = LineReader::new(PositionedReader {
             file,
@@ -584,13 +584,13 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
             end: last.offset + last.line_len(),
         });
         reader.base = first.offset;
-        let mut flags = Vec::with_capacity(group.len());
+        let mut flags = EntryFlags::default();
         let mut memo = LineMemo::new();
-        while flags.len() < group.len() {
+        while flags.tested() < group.len() {
             let Some((offset, body, hay)) = reader.next_line()? else {
                 break;
             };
-            let entry = &group[flags.len()];
+            let entry = &group[flags.tested()];
             if offset == entry.offset {
                 let line = TestedLine {
                     hay,
@@ -604,7 +604,9 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
         }
         // A line that no longer reads where it was (cannot happen for a validated index):
         // keep it a maybe.
-        flags.resize(group.len(), u64::MAX);
+        while flags.tested() < group.len() {
+            flags.push(u64::MAX);
+        }
         Ok(flags)
     };
     // Groups of about `per` entries, none spanning two parts.
@@ -616,7 +618,7 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
     if let [group] = groups.as_slice() {
         return scan(group);
     }
-    let parts: Vec<std::io::Result<Vec<u64>>> = std::thread::scope(|scope| {
+    let parts: Vec<std::io::Result<EntryFlags>> = std::thread::scope(|scope| {
         let handles: Vec<_> = groups
             .into_iter()
             .map(|group| scope.spawn(move || scan(group)))
@@ -626,9 +628,9 @@ fn scan_flags(file: &File, entries: &Entries, test: &LineTest<'_>) -> std::io::R
             .map(|h| h.join().expect("a scanning thread does not panic"))
             .collect()
     });
-    let mut flags = Vec::with_capacity(entries.len());
+    let mut flags = EntryFlags::default();
     for part in parts {
-        flags.append(&mut part?);
+        flags.append(part?);
     }
     Ok(flags)
 }
@@ -1483,7 +1485,7 @@ fn decode(file: &[u8]) -> Option<Stored> {
         decoded: Decoded {
             header: Some(head.header.clone()),
             entries: entries.into(),
-            flags: Vec::new(),
+            flags: super::EntryFlags::default(),
             skipped: head.skipped,
             lines,
             continues: None,
