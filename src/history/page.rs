@@ -374,10 +374,10 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
             .copied()
             .collect(),
     };
-    let vis_seqs: Vec<u64> = vis.iter().map(|v| v.seq).collect();
+    // `vis` ascends by seq: searched where it lies, not through a copy of its seqs.
     let any_between = |lo: u64, hi: u64| {
-        let i = vis_seqs.partition_point(|&s| s <= lo);
-        i < vis_seqs.len() && vis_seqs[i] < hi
+        let i = vis.partition_point(|v| v.seq <= lo);
+        i < vis.len() && vis[i].seq < hi
     };
     let mut fold_memo: HashMap<(u64, u64), Option<FoldRow>> = HashMap::new();
     let projection = rows.projection;
