@@ -237,7 +237,12 @@ pub fn largest_fitting(max: usize, mut ok: impl FnMut(usize) -> bool) -> Option<
     if !ok(0) {
         return None;
     }
-    let (mut lo, mut hi) = (0usize, max); // ok(lo) holds, ok(hi) fails
+    Some(bisect(0, max, ok))
+}
+
+/// The last `n` in `lo..hi` for which `ok(n)` holds, given that `ok(lo)` holds and `ok(hi)`
+/// fails (`ok` monotone).
+fn bisect(mut lo: usize, mut hi: usize, mut ok: impl FnMut(usize) -> bool) -> usize {
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if ok(mid) {
@@ -246,7 +251,7 @@ pub fn largest_fitting(max: usize, mut ok: impl FnMut(usize) -> bool) -> Option<
             hi = mid;
         }
     }
-    Some(lo)
+    lo
 }
 
 /// [`largest_fitting`] starting from `guess` (an estimate of the answer): the boundary is
@@ -293,15 +298,7 @@ pub fn largest_fitting_from(
             step = step.saturating_mul(2);
         }
     }
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if ok(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Some(lo)
+    Some(bisect(lo, hi, ok))
 }
 
 #[cfg(test)]
