@@ -143,6 +143,7 @@ struct Need {
 }
 
 /// One search of a scan ([`Prefilter::keyed_scans`]).
+#[derive(Clone)]
 pub(crate) struct KeyedScan<'p> {
     /// The bit a hit sets in a line mask.
     pub bit: u64,

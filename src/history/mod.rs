@@ -257,12 +257,23 @@ pub fn open_with(
 /// `None` when that is not possible (the caller then builds the projection from the
 /// skeleton).
 fn open_reused(path: &Path, index: &IndexMode<'_>) -> Result<Option<Opened>, HistoryError> {
+    match reopen(path, index)? {
+        Some(reopened) => project_reopened(reopened),
+        None => Ok(None),
+    }
+}
+
+/// [`open_reused`]'s first step: the session file through its index, the appended lines
+/// decoded (`None` as there).
+fn reopen(path: &Path, index: &IndexMode<'_>) -> Result<Option<Reopened>, HistoryError> {
     let IndexMode::In { dir, now } = index else {
         return Ok(None);
     };
-    let Some(reopened) = SessionFile::open_reused(path, dir, *now)? else {
-        return Ok(None);
-    };
+    Ok(SessionFile::open_reused(path, dir, *now)?)
+}
+
+/// [`open_reused`]'s second step: the stored projection, extended by the appended lines.
+fn project_reopened(reopened: Reopened) -> Result<Option<Opened>, HistoryError> {
     let Reopened {
         file,
         extra,
@@ -827,17 +838,50 @@ pub(crate) fn search_with(
     let test = |line: &crate::session::TestedLine<'_>, memo: &mut crate::session::LineMemo| {
         prefilter.map_or(0, |p| p.line_mask(line, memo))
     };
-    // Through a stored projection, the prefilter is one scan of the event lines' bytes.
-    let reused = match prefilter {
-        Some(p) if leaf.is_none() => match open_reused(path, index)? {
-            Some(opened) => {
+    // Through a stored projection, the prefilter is one scan of the event lines' bytes. It
+    // needs only the file, so it runs beside the extension of the stored projection by
+    // appended lines (single-threaded, ≈ 5 ms after a 1 MiB append on a session of 225 k
+    // lines), on the cores that would otherwise wait.
+    let reused = match (prefilter, leaf) {
+        (Some(p), None) => match reopen(path, index)? {
+            Some(reopened) => {
                 let memo = match index {
-                    IndexMode::In { dir, .. } => scan::Memo::new(dir, path, &opened.file),
+                    IndexMode::In { dir, .. } => scan::Memo::new(dir, path, &reopened.file),
                     _ => None,
                 };
-                let masks =
-                    scan::line_masks_memo(&opened.file, &opened.projection, p, memo.as_ref())?;
-                Some((opened, Masks::Scanned(masks)))
+                let scanned = memo.as_ref().and_then(|memo| {
+                    let file = reopened.file.file.try_clone().ok()?;
+                    let limit = file.metadata().ok()?.len();
+                    Some((memo, file, limit))
+                });
+                let (opened, early) = std::thread::scope(|scope| {
+                    let early = scanned.as_ref().map(|(memo, file, limit)| {
+                        scope.spawn(move || scan::early_hits(file, p, memo, *limit))
+                    });
+                    let opened = project_reopened(reopened);
+                    // A failed early scan is left to the scan after it, which meets the
+                    // failure again or does not.
+                    let early = early
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                        })
+                        .and_then(Result::ok);
+                    (opened, early)
+                });
+                match opened? {
+                    Some(opened) => {
+                        let masks = scan::line_masks_memo(
+                            &opened.file,
+                            &opened.projection,
+                            p,
+                            memo.as_ref(),
+                            early,
+                        )?;
+                        Some((opened, Masks::Scanned(masks)))
+                    }
+                    None => None,
+                }
             }
             None => None,
         },

@@ -585,9 +585,19 @@ proptest! {
                 // The memo's scan of whole lines, written then read: the same masks.
                 let fresh = tempfile::tempdir().unwrap();
                 let memo = super::scan::Memo::new(fresh.path(), file.path(), &opened.file);
-                for round in 0..2 {
+                // Rounds 2 and 3 take the early scan of the whole file (as a search extending
+                // its index does), from a memo and from none: the same masks, and the same
+                // memo written as a scan up to the event lines' end writes.
+                let early_dir = tempfile::tempdir().unwrap();
+                let early_memo = super::scan::Memo::new(early_dir.path(), file.path(), &opened.file);
+                let len = opened.file.file.metadata().unwrap().len();
+                for round in 0..4 {
+                    let memo = if round == 3 { early_memo.as_ref() } else { memo.as_ref() };
+                    let early = (round >= 2).then(|| {
+                        super::scan::early_hits(&opened.file.file, p, memo.unwrap(), len).unwrap()
+                    });
                     let memoed = super::scan::line_masks_memo_in_blocks(
-                        &opened.file, &opened.projection, p, memo.as_ref(), block,
+                        &opened.file, &opened.projection, p, memo, early, block,
                     ).unwrap();
                     for i in 0..opened.projection.line_count() {
                         prop_assert_eq!(
@@ -597,6 +607,19 @@ proptest! {
                         );
                     }
                 }
+                let hits = |dir: &std::path::Path| {
+                    let dir = crate::session::index::index_path(dir, std::path::Path::new("/x"));
+                    let dir = dir.parent().unwrap().to_path_buf();
+                    std::fs::read_dir(dir).into_iter().flatten().flatten().filter(|e| {
+                        e.path().extension().is_some_and(|x| x == "hits")
+                    }).map(|e| std::fs::read(e.path()).unwrap()).collect::<Vec<_>>()
+                };
+                let fresh_only = tempfile::tempdir().unwrap();
+                let plain = super::scan::Memo::new(fresh_only.path(), file.path(), &opened.file);
+                super::scan::line_masks_memo_in_blocks(
+                    &opened.file, &opened.projection, p, plain.as_ref(), None, block,
+                ).unwrap();
+                prop_assert_eq!(hits(early_dir.path()), hits(fresh_only.path()), "block {}", block);
             }
         }
         let scanned = scanned.map(|(data, text, _)| (data, text));

@@ -568,8 +568,9 @@ pub fn line_masks_memo(
     projection: &Projection,
     prefilter: &Prefilter,
     memo: Option<&Memo>,
+    early: Option<EarlyHits>,
 ) -> Result<LineMasks, SessionError> {
-    line_masks_memo_in_blocks(file, projection, prefilter, memo, BLOCK)
+    line_masks_memo_in_blocks(file, projection, prefilter, memo, early, BLOCK)
 }
 
 /// The literals of `scans` at `group` (ascending) as one scan: a literal containing another
@@ -587,12 +588,84 @@ fn line_scans<'a>(scans: &[KeyedScan<'a>], group: &[usize]) -> Vec<LineScan<'a>>
         .collect()
 }
 
+/// What a memo scan finds from the file alone, before the projection is known (see
+/// [`early_hits`]).
+pub struct EarlyHits {
+    /// The scan went up to here (the file's length when it started).
+    limit: u64,
+    /// The memo's entries valid for the file up to `limit`.
+    stored: Vec<Memoed>,
+    /// Each keyed scan's hits (line starts, ascending) up to `limit`.
+    starts: Vec<Vec<u64>>,
+}
+
+/// The memo scan of `prefilter`'s literals over `file` up to `limit` (its length), before
+/// the projection that says where the event lines end is known: a search whose index is
+/// being extended by appended lines runs this beside the extension, instead of after it,
+/// and [`line_masks_memo`] keeps the hits before the event lines' end (what a scan up to
+/// there finds: the scan is line by line).
+pub fn early_hits(
+    file: &std::fs::File,
+    prefilter: &Prefilter,
+    memo: &Memo,
+    limit: u64,
+) -> std::io::Result<EarlyHits> {
+    let stored = memo.load(file, limit);
+    let scans: Vec<KeyedScan<'_>> = prefilter.keyed_scans().collect();
+    let (starts, _) = memo_hits(file, &scans, &stored, limit, BLOCK)?;
+    Ok(EarlyHits {
+        limit,
+        stored,
+        starts,
+    })
+}
+
+/// Each of `scans`' hits up to `to` (a line end): its memoised hits in `stored` and those of
+/// the lines after them, scanned (scans starting at one offset together); and whether any
+/// scan ran.
+fn memo_hits(
+    file: &std::fs::File,
+    scans: &[KeyedScan<'_>],
+    stored: &[Memoed],
+    to: u64,
+    block: usize,
+) -> std::io::Result<(Vec<Vec<u64>>, bool)> {
+    // Each scan's memoised hits and where its scan must start.
+    let mut starts: Vec<Vec<u64>> = Vec::with_capacity(scans.len());
+    let mut from: Vec<u64> = Vec::with_capacity(scans.len());
+    for KeyedScan { key, .. } in scans {
+        match stored.iter().find(|e| &e.key == key) {
+            Some(e) => {
+                starts.push(e.starts.clone());
+                from.push(e.covered);
+            }
+            None => {
+                starts.push(Vec::new());
+                from.push(0);
+            }
+        }
+    }
+    let mut distinct: Vec<u64> = from.iter().copied().filter(|&f| f < to).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    for &at in &distinct {
+        let group: Vec<usize> = (0..scans.len()).filter(|&k| from[k] == at).collect();
+        let literals = line_scans(scans, &group);
+        let found = line_hits(file, at, to, &literals, block)?;
+        for (k, hits) in group.into_iter().zip(found) {
+            starts[k].extend(hits);
+        }
+    }
+    Ok((starts, !distinct.is_empty()))
+}
+
 /// [`line_masks_memo`], reading `block` bytes at a time (tests use small blocks).
 pub(crate) fn line_masks_memo_in_blocks(
     file: &SessionFile,
     projection: &Projection,
     prefilter: &Prefilter,
     memo: Option<&Memo>,
+    early: Option<EarlyHits>,
     block: usize,
 ) -> Result<LineMasks, SessionError> {
     use std::os::unix::fs::FileExt;
@@ -613,34 +686,47 @@ pub(crate) fn line_masks_memo_in_blocks(
         return line_masks_in_blocks(file, projection, prefilter, block);
     }
     let complete = end + 1;
-    let stored = memo.load(&file.file, complete);
     let scans: Vec<KeyedScan<'_>> = prefilter.keyed_scans().collect();
-    // Each scan's memoised hits and where its scan must start.
-    let mut starts: Vec<Vec<u64>> = Vec::with_capacity(scans.len());
-    let mut from: Vec<u64> = Vec::with_capacity(scans.len());
-    for KeyedScan { key, .. } in &scans {
-        match stored.iter().find(|e| &e.key == key) {
-            Some(e) => {
-                starts.push(e.starts.clone());
-                from.push(e.covered);
+    let (stored, starts, scanned) = match early.filter(|e| e.limit >= complete) {
+        // What the scan up to `complete` would have found: the entries it would have
+        // trusted, and each scan's hits before `complete`. A scan that took an entry
+        // covering more than that (left by a call that saw more event lines) is done again
+        // from the start, as that entry would not have been trusted.
+        Some(early) => {
+            let mut starts = early.starts;
+            let (stored, past): (Vec<Memoed>, Vec<Memoed>) = early
+                .stored
+                .into_iter()
+                .partition(|e| e.covered <= complete);
+            let again: Vec<usize> = (0..scans.len())
+                .filter(|&k| past.iter().any(|e| e.key == scans[k].key))
+                .collect();
+            if !again.is_empty() {
+                let redo: Vec<KeyedScan<'_>> = again.iter().map(|&k| scans[k].clone()).collect();
+                let (found, _) =
+                    memo_hits(&file.file, &redo, &[], complete, block).map_err(io_error)?;
+                for (k, hits) in again.into_iter().zip(found) {
+                    starts[k] = hits;
+                }
             }
-            None => {
-                starts.push(Vec::new());
-                from.push(0);
+            let scanned = scans.iter().any(|scan| {
+                stored
+                    .iter()
+                    .find(|e| e.key == scan.key)
+                    .is_none_or(|e| e.covered < complete)
+            });
+            for hits in &mut starts {
+                hits.retain(|&start| start < complete);
             }
+            (stored, starts, scanned)
         }
-    }
-    let mut distinct: Vec<u64> = from.iter().copied().filter(|&f| f < complete).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    for &at in &distinct {
-        let group: Vec<usize> = (0..scans.len()).filter(|&k| from[k] == at).collect();
-        let literals = line_scans(&scans, &group);
-        let found = line_hits(&file.file, at, complete, &literals, block).map_err(io_error)?;
-        for (k, hits) in group.into_iter().zip(found) {
-            starts[k].extend(hits);
+        None => {
+            let stored = memo.load(&file.file, complete);
+            let (starts, scanned) =
+                memo_hits(&file.file, &scans, &stored, complete, block).map_err(io_error)?;
+            (stored, starts, scanned)
         }
-    }
+    };
     // Hits of event lines, by line.
     let mut hits: Vec<(usize, u64)> = Vec::new();
     for (KeyedScan { bit, .. }, lines) in scans.iter().zip(&starts) {
@@ -662,9 +748,7 @@ pub(crate) fn line_masks_memo_in_blocks(
             _ => merged.push((line, bits)),
         }
     }
-    if !distinct.is_empty()
-        && let Ok((head, tail)) = crate::session::index::edges(&file.file, complete)
-    {
+    if scanned && let Ok((head, tail)) = crate::session::index::edges(&file.file, complete) {
         let mut entries: Vec<Memoed> = scans
             .iter()
             .zip(starts)
@@ -886,6 +970,124 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
+
+    /// The early scan (the whole file, before the projection is known) gives the masks and
+    /// writes the memo that the scan up to the last event line gives, when the file goes on
+    /// past it with lines holding the literal: a malformed line, a line of no event (a
+    /// label), and a torn line.
+    #[test]
+    fn the_early_scan_keeps_only_what_lies_before_the_event_lines_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let text = concat!(
+            r#"{"type":"session","version":3,"id":"early","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"a needle here"}}"#,
+            "\n",
+            r#"{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"no match"}}"#,
+            "\n",
+            "{needle, malformed\n",
+            r#"{"type":"label","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","targetId":"a","label":"needle"}"#,
+            "\n",
+            r#"{"type":"message","id":"d","parentId":"c","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"torn needle"#,
+        );
+        std::fs::write(&path, text).unwrap();
+        let opened = super::super::open(&path, None).unwrap();
+        let matcher = super::super::matcher::Matcher::new(&["needle".to_string()]).unwrap();
+        let prefilter = matcher.prefilter().unwrap();
+        let memo_files = |cache: &std::path::Path| {
+            let history = crate::session::index::index_path(cache, std::path::Path::new("/x"));
+            let mut found: Vec<Vec<u8>> = std::fs::read_dir(history.parent().unwrap())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| std::fs::read(e.path()).unwrap())
+                .collect();
+            found.sort();
+            found
+        };
+        let (plain, early) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let plain_memo = Memo::new(plain.path(), &path, &opened.file).unwrap();
+        let early_memo = Memo::new(early.path(), &path, &opened.file).unwrap();
+        let len = text.len() as u64;
+        for block in [7, 64, BLOCK] {
+            let by_plain = line_masks_memo_in_blocks(
+                &opened.file,
+                &opened.projection,
+                prefilter,
+                Some(&plain_memo),
+                None,
+                block,
+            )
+            .unwrap();
+            let found = early_hits(&opened.file.file, prefilter, &early_memo, len).unwrap();
+            assert!(
+                found.starts[0].len() > 1,
+                "the scan went past the event lines"
+            );
+            let by_early = line_masks_memo_in_blocks(
+                &opened.file,
+                &opened.projection,
+                prefilter,
+                Some(&early_memo),
+                Some(found),
+                block,
+            )
+            .unwrap();
+            for line in 0..opened.projection.line_count() {
+                assert_eq!(
+                    by_early.get(&opened.projection, line),
+                    by_plain.get(&opened.projection, line)
+                );
+            }
+            assert_eq!(memo_files(early.path()), memo_files(plain.path()));
+        }
+        // An entry covering more than the event lines (as a call that saw more of them
+        // leaves) is not what a scan up to their end trusts: its hits are found again.
+        let covered = text.rfind('\n').unwrap() as u64 + 1;
+        let (head, tail) = crate::session::index::edges(&opened.file.file, covered).unwrap();
+        let key = prefilter.keyed_scans().next().unwrap().key;
+        let wrong_start = text.find(r#"{"type":"message","id":"b""#).unwrap() as u64;
+        let stale = Memoed {
+            key,
+            covered,
+            head,
+            tail,
+            starts: vec![wrong_start],
+        };
+        early_memo.store(&[stale], covered);
+        let found = early_hits(&opened.file.file, prefilter, &early_memo, len).unwrap();
+        assert_eq!(
+            found.starts[0][0], wrong_start,
+            "the early scan took the entry"
+        );
+        let by_early = line_masks_memo_in_blocks(
+            &opened.file,
+            &opened.projection,
+            prefilter,
+            Some(&early_memo),
+            Some(found),
+            BLOCK,
+        )
+        .unwrap();
+        let by_plain = line_masks_memo_in_blocks(
+            &opened.file,
+            &opened.projection,
+            prefilter,
+            Some(&plain_memo),
+            None,
+            BLOCK,
+        )
+        .unwrap();
+        for line in 0..opened.projection.line_count() {
+            assert_eq!(
+                by_early.get(&opened.projection, line),
+                by_plain.get(&opened.projection, line),
+                "line {line}"
+            );
+        }
+        assert_eq!(memo_files(early.path()), memo_files(plain.path()));
+    }
 
     /// The search from a hint finds what the bisection of the whole range finds, for every
     /// hint at or before the answer, on line spans with gaps between them.
