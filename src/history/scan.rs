@@ -1010,37 +1010,32 @@ mod tests {
         let plain_memo = Memo::new(plain.path(), &path, &opened.file).unwrap();
         let early_memo = Memo::new(early.path(), &path, &opened.file).unwrap();
         let len = text.len() as u64;
+        // The masks of the plain scan and of the early one, line by line, and their memos.
+        let agree = |found: EarlyHits, block: usize| {
+            let masks = |memo: &Memo, early: Option<EarlyHits>| {
+                let found = line_masks_memo_in_blocks(
+                    &opened.file,
+                    &opened.projection,
+                    prefilter,
+                    Some(memo),
+                    early,
+                    block,
+                )
+                .unwrap();
+                (0..opened.projection.line_count())
+                    .map(|line| found.get(&opened.projection, line))
+                    .collect::<Vec<u64>>()
+            };
+            assert_eq!(masks(&early_memo, Some(found)), masks(&plain_memo, None));
+            assert_eq!(memo_files(early.path()), memo_files(plain.path()));
+        };
         for block in [7, 64, BLOCK] {
-            let by_plain = line_masks_memo_in_blocks(
-                &opened.file,
-                &opened.projection,
-                prefilter,
-                Some(&plain_memo),
-                None,
-                block,
-            )
-            .unwrap();
             let found = early_hits(&opened.file.file, prefilter, &early_memo, len).unwrap();
             assert!(
                 found.starts[0].len() > 1,
                 "the scan went past the event lines"
             );
-            let by_early = line_masks_memo_in_blocks(
-                &opened.file,
-                &opened.projection,
-                prefilter,
-                Some(&early_memo),
-                Some(found),
-                block,
-            )
-            .unwrap();
-            for line in 0..opened.projection.line_count() {
-                assert_eq!(
-                    by_early.get(&opened.projection, line),
-                    by_plain.get(&opened.projection, line)
-                );
-            }
-            assert_eq!(memo_files(early.path()), memo_files(plain.path()));
+            agree(found, block);
         }
         // An entry covering more than the event lines (as a call that saw more of them
         // leaves) is not what a scan up to their end trusts: its hits are found again.
@@ -1061,32 +1056,7 @@ mod tests {
             found.starts[0][0], wrong_start,
             "the early scan took the entry"
         );
-        let by_early = line_masks_memo_in_blocks(
-            &opened.file,
-            &opened.projection,
-            prefilter,
-            Some(&early_memo),
-            Some(found),
-            BLOCK,
-        )
-        .unwrap();
-        let by_plain = line_masks_memo_in_blocks(
-            &opened.file,
-            &opened.projection,
-            prefilter,
-            Some(&plain_memo),
-            None,
-            BLOCK,
-        )
-        .unwrap();
-        for line in 0..opened.projection.line_count() {
-            assert_eq!(
-                by_early.get(&opened.projection, line),
-                by_plain.get(&opened.projection, line),
-                "line {line}"
-            );
-        }
-        assert_eq!(memo_files(early.path()), memo_files(plain.path()));
+        agree(found, BLOCK);
     }
 
     /// The search from a hint finds what the bisection of the whole range finds, for every
