@@ -274,6 +274,13 @@ fn records_of<'a, T: Record>(
     Some(Cow::Owned(out))
 }
 
+/// Whether an event record holds a byte out of range: a flag bit or the zero byte set, or
+/// the block that stands for none. One rule for [`event_of`] and [`EventCheck`].
+#[inline]
+fn refused(b: &[u8]) -> bool {
+    (b[18] >> 5 != 0) | (b[19] != 0) | (le16(b, 8) == u16::MAX)
+}
+
 /// An event record's fields, or `None` when a byte is out of range.
 fn event_of(b: &[u8]) -> Option<Event> {
     let (entry, block) = (le32(b, 4) as usize, le16(b, 8) as usize);
@@ -295,7 +302,7 @@ fn event_of(b: &[u8]) -> Option<Event> {
         2 => Source::Result { entry },
         _ => Source::Bash { entry },
     };
-    if flags >> 5 != 0 || b[19] != 0 || block == usize::from(u16::MAX) {
+    if refused(b) {
         return None;
     }
     let tool = le16(b, 16);
@@ -556,16 +563,13 @@ impl EventCheck {
         for b in bytes.chunks_exact(EVENT_BYTES) {
             let seq = le32(b, 0);
             let entry = u64::from(le32(b, 4));
-            let block = le16(b, 8);
             let window = u64::from(le16(b, 10));
             let result = le32(b, RESULT_AT);
             let tool = le16(b, 16);
             let flags = b[18];
             let has_result = (flags >> 2 & 3 == 1) & (result != NONE);
             let result = u64::from(result);
-            self.bad |= (flags >> 5 != 0)
-                | (b[19] != 0)
-                | (block == u16::MAX)
+            self.bad |= refused(b)
                 | (entry >= self.lines)
                 | (has_result & (result >= self.lines))
                 | (window >= self.windows)
@@ -1539,6 +1543,10 @@ mod tests {
             bad[at] |= bit;
             assert_eq!(event_of(&bad), None);
         }
+        // Nor is one whose block is the value that stands for none.
+        let mut bad = out.clone();
+        bad[8..10].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert_eq!(event_of(&bad), None);
     }
 
     /// The record check a stored projection gets (`EventCheck`, written without branches)

@@ -440,8 +440,8 @@ impl Session {
     }
 
     /// Open and read a session file, also testing the raw bytes of every entry line with
-    /// `line_test` while streaming; the result holds the flags of every entry. Search uses this to
-    /// test lines cheaply without a second pass over the file.
+    /// `line_test` while streaming; the result holds the flags of every entry. Search uses
+    /// this to test lines cheaply without a second pass over the file.
     pub fn open_testing_lines(
         path: &Path,
         line_test: &LineTest<'_>,
