@@ -594,7 +594,7 @@ proptest! {
                 for round in 0..4 {
                     let memo = if round == 3 { early_memo.as_ref() } else { memo.as_ref() };
                     let early = (round >= 2).then(|| {
-                        super::scan::early_hits(&opened.file.file, p, memo.unwrap(), len).unwrap()
+                        super::scan::early_hits(&opened.file.file, p, memo.unwrap(), len, &Default::default()).unwrap()
                     });
                     let memoed = super::scan::line_masks_memo_in_blocks(
                         &opened.file, &opened.projection, p, memo, early, block,

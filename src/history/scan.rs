@@ -18,6 +18,7 @@ use super::matcher::{KeyedScan, Prefilter};
 use super::projection::Projection;
 use crate::session::index::{In, Out};
 use crate::session::{SessionError, SessionFile};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Bytes read and searched at a time per thread: small enough that the copy stays in the
 /// core's cache for the search that follows.
@@ -383,6 +384,8 @@ const MEMO_MIN_BUDGET: u64 = 16 << 10;
 /// (not only the lines of the branch's events), so they do not depend on the projection.
 pub struct Memo {
     path: std::path::PathBuf,
+    /// The index beside it, whose presence says a search is likely to reuse the index.
+    index: std::path::PathBuf,
     session: Vec<u8>,
     dev: u64,
     ino: u64,
@@ -407,16 +410,39 @@ impl Memo {
         session: &std::path::Path,
         file: &SessionFile,
     ) -> Option<Memo> {
+        Memo::of_file(cache, session, &file.file)
+    }
+
+    /// [`Memo::new`] for a session file opened on its own.
+    pub fn of_file(
+        cache: &std::path::Path,
+        session: &std::path::Path,
+        file: &std::fs::File,
+    ) -> Option<Memo> {
         use std::os::unix::fs::MetadataExt;
         let canonical = std::fs::canonicalize(session).ok()?;
-        let meta = file.file.metadata().ok()?;
-        let path = crate::session::index::index_path(cache, &canonical).with_extension("hits");
+        let meta = file.metadata().ok()?;
+        let index = crate::session::index::index_path(cache, &canonical);
         Some(Memo {
-            path,
+            path: index.with_extension("hits"),
+            index,
             session: canonical.as_os_str().as_encoded_bytes().to_vec(),
             dev: meta.dev(),
             ino: meta.ino(),
         })
+    }
+
+    /// Whether the session has an index file (valid or not).
+    pub fn beside_an_index(&self) -> bool {
+        self.index.is_file()
+    }
+
+    /// Whether `file` is the file this memo was made for (same device and inode).
+    pub fn is_for(&self, file: &SessionFile) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        file.file
+            .metadata()
+            .is_ok_and(|meta| (meta.dev(), meta.ino()) == (self.dev, self.ino))
     }
 
     /// The stored keys still valid for `file` whose complete lines end at `complete`.
@@ -609,10 +635,11 @@ pub fn early_hits(
     prefilter: &Prefilter,
     memo: &Memo,
     limit: u64,
+    stop: &AtomicBool,
 ) -> std::io::Result<EarlyHits> {
     let stored = memo.load(file, limit);
     let scans: Vec<KeyedScan<'_>> = prefilter.keyed_scans().collect();
-    let (starts, _) = memo_hits(file, &scans, &stored, limit, BLOCK)?;
+    let (starts, _) = memo_hits(file, &scans, &stored, limit, BLOCK, Some(stop))?;
     Ok(EarlyHits {
         limit,
         stored,
@@ -629,6 +656,7 @@ fn memo_hits(
     stored: &[Memoed],
     to: u64,
     block: usize,
+    stop: Option<&AtomicBool>,
 ) -> std::io::Result<(Vec<Vec<u64>>, bool)> {
     // Each scan's memoised hits and where its scan must start.
     let mut starts: Vec<Vec<u64>> = Vec::with_capacity(scans.len());
@@ -651,7 +679,7 @@ fn memo_hits(
     for &at in &distinct {
         let group: Vec<usize> = (0..scans.len()).filter(|&k| from[k] == at).collect();
         let literals = line_scans(scans, &group);
-        let found = line_hits(file, at, to, &literals, block)?;
+        let found = line_hits(file, at, to, &literals, block, stop)?;
         for (k, hits) in group.into_iter().zip(found) {
             starts[k].extend(hits);
         }
@@ -704,7 +732,7 @@ pub(crate) fn line_masks_memo_in_blocks(
             if !again.is_empty() {
                 let redo: Vec<KeyedScan<'_>> = again.iter().map(|&k| scans[k].clone()).collect();
                 let (found, _) =
-                    memo_hits(&file.file, &redo, &[], complete, block).map_err(io_error)?;
+                    memo_hits(&file.file, &redo, &[], complete, block, None).map_err(io_error)?;
                 for (k, hits) in again.into_iter().zip(found) {
                     starts[k] = hits;
                 }
@@ -723,7 +751,7 @@ pub(crate) fn line_masks_memo_in_blocks(
         None => {
             let stored = memo.load(&file.file, complete);
             let (starts, scanned) =
-                memo_hits(&file.file, &scans, &stored, complete, block).map_err(io_error)?;
+                memo_hits(&file.file, &scans, &stored, complete, block, None).map_err(io_error)?;
             (stored, starts, scanned)
         }
     };
@@ -782,10 +810,11 @@ fn line_hits(
     to: u64,
     literals: &[LineScan<'_>],
     block: usize,
+    stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = crate::threads::worker_threads();
     let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
-    line_hits_in_parts(file, from, to, literals, block, groups)
+    line_hits_in_parts(file, from, to, literals, block, groups, stop)
 }
 
 /// [`line_hits`] in `groups` ranges of about equal bytes, cut at line starts, each scanned
@@ -798,6 +827,7 @@ fn line_hits_in_parts(
     literals: &[LineScan<'_>],
     block: usize,
     groups: u64,
+    stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let mut cuts = vec![from];
     for g in 1..groups {
@@ -807,7 +837,7 @@ fn line_hits_in_parts(
     }
     cuts.push(to);
     cuts.dedup();
-    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block);
+    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block, stop);
     let parts: Vec<std::io::Result<Vec<Vec<u64>>>> = if cuts.len() <= 2 {
         vec![scan(from, to)]
     } else {
@@ -862,6 +892,7 @@ fn line_hits_in(
     to: u64,
     literals: &[LineScan<'_>],
     block: usize,
+    stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
@@ -875,6 +906,12 @@ fn line_hits_in(
     // and to search (out of cache) on a session with a few lines of megabytes.
     let (mut pos, mut kept) = (from, 0usize);
     while pos < to {
+        if stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "the scan's answer is no longer wanted",
+            ));
+        }
         let len = ((to - pos) as usize).min(kept + block);
         if buf.len() < len {
             buf.resize(len, 0);
@@ -947,15 +984,7 @@ fn whole_line_hits(hay: &[u8], base: u64, literals: &[LineScan<'_>], out: &mut [
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "test support")]
 pub(crate) fn forget_memo_hits(cache: &std::path::Path, session: &std::path::Path) {
-    use std::os::unix::fs::MetadataExt;
-    let canonical = std::fs::canonicalize(session).unwrap();
-    let meta = std::fs::metadata(session).unwrap();
-    let memo = Memo {
-        path: crate::session::index::index_path(cache, &canonical).with_extension("hits"),
-        session: canonical.as_os_str().as_encoded_bytes().to_vec(),
-        dev: meta.dev(),
-        ino: meta.ino(),
-    };
+    let memo = Memo::of_file(cache, session, &std::fs::File::open(session).unwrap()).unwrap();
     let mut entries = memo.decode(&std::fs::read(&memo.path).unwrap()).unwrap();
     for e in &mut entries {
         e.starts.clear();
@@ -1030,7 +1059,14 @@ mod tests {
             assert_eq!(memo_files(early.path()), memo_files(plain.path()));
         };
         for block in [7, 64, BLOCK] {
-            let found = early_hits(&opened.file.file, prefilter, &early_memo, len).unwrap();
+            let found = early_hits(
+                &opened.file.file,
+                prefilter,
+                &early_memo,
+                len,
+                &Default::default(),
+            )
+            .unwrap();
             assert!(
                 found.starts[0].len() > 1,
                 "the scan went past the event lines"
@@ -1051,12 +1087,73 @@ mod tests {
             starts: vec![wrong_start],
         };
         early_memo.store(&[stale], covered);
-        let found = early_hits(&opened.file.file, prefilter, &early_memo, len).unwrap();
+        let found = early_hits(
+            &opened.file.file,
+            prefilter,
+            &early_memo,
+            len,
+            &Default::default(),
+        )
+        .unwrap();
         assert_eq!(
             found.starts[0][0], wrong_start,
             "the early scan took the entry"
         );
         agree(found, BLOCK);
+    }
+
+    /// An early scan told its answer is unwanted stops with no answer; the memo made for one
+    /// file knows whether another is the same file, and whether the session has an index.
+    #[test]
+    fn an_early_scan_stops_when_unwanted_and_knows_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from(
+            r#"{"type":"session","version":3,"id":"early","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+        );
+        text.push('\n');
+        for k in 0..50 {
+            text.push_str(&format!(
+                r#"{{"type":"message","id":"m{k}","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"user","content":"needle {k}"}}}}"#
+            ));
+            text.push('\n');
+        }
+        std::fs::write(&path, &text).unwrap();
+        let opened = super::super::open(&path, None).unwrap();
+        let matcher = super::super::matcher::Matcher::new(&["needle".to_string()]).unwrap();
+        let prefilter = matcher.prefilter().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let memo = Memo::of_file(cache.path(), &path, &opened.file.file).unwrap();
+        let len = text.len() as u64;
+        let unwanted = AtomicBool::new(true);
+        let stopped = early_hits(&opened.file.file, prefilter, &memo, len, &unwanted);
+        assert_eq!(
+            stopped.err().map(|e| e.kind()),
+            Some(std::io::ErrorKind::Interrupted)
+        );
+        let found = early_hits(
+            &opened.file.file,
+            prefilter,
+            &memo,
+            len,
+            &Default::default(),
+        );
+        assert_eq!(found.unwrap().starts[0].len(), 50);
+
+        assert!(memo.is_for(&opened.file));
+        // The same bytes at the same path, but another file.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        let replaced = super::super::open(&path, None).unwrap();
+        assert!(!memo.is_for(&replaced.file));
+
+        assert!(!memo.beside_an_index());
+        let mode = super::super::IndexMode::In {
+            dir: cache.path(),
+            now: std::time::SystemTime::UNIX_EPOCH,
+        };
+        super::super::open_with(&path, None, &mode).unwrap();
+        assert!(memo.beside_an_index());
     }
 
     /// The search from a hint finds what the bisection of the whole range finds, for every
@@ -1110,7 +1207,7 @@ mod tests {
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(text).unwrap();
         let to = memchr::memrchr(b'\n', text).map_or(0, |i| i as u64 + 1);
-        line_hits_in_parts(&file, 0, to, needles, block, groups).unwrap()
+        line_hits_in_parts(&file, 0, to, needles, block, groups, None).unwrap()
     }
 
     #[test]
