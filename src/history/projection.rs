@@ -462,24 +462,32 @@ impl<T: Record> Store<T> {
     /// Every record in order: one pass over the bytes, without [`Store::get`]'s choice of
     /// part for each.
     pub(super) fn iter<'b>(&'b self, flat: &'b [u8], more: &'b [u8]) -> StoreIter<'b, T> {
-        let (first, second): (&[u8], &[u8]) = match self {
-            Store::Owned(v) => return StoreIter::Owned(v.iter()),
-            Store::Packed(v) => (v, &[]),
+        match self.runs(flat, more) {
+            Err(owned) => StoreIter::Owned(owned.iter()),
+            Ok([first, second]) => StoreIter::Bytes(
+                first
+                    .chunks_exact(T::BYTES)
+                    .chain(second.chunks_exact(T::BYTES)),
+            ),
+        }
+    }
+
+    /// The records' encodings where they lie, in two runs (in order), or the records
+    /// themselves when they are kept decoded.
+    fn runs<'b>(&'b self, flat: &'b [u8], more: &'b [u8]) -> Result<[&'b [u8]; 2], &'b [T]> {
+        match self {
+            Store::Owned(v) => Err(v),
+            Store::Packed(v) => Ok([v, &[]]),
             Store::Flat {
                 at,
                 len,
                 more_at,
                 more_len,
-            } => (
+            } => Ok([
                 &flat[*at..at + len * T::BYTES],
                 &more[*more_at..more_at + more_len * T::BYTES],
-            ),
-        };
-        StoreIter::Bytes(
-            first
-                .chunks_exact(T::BYTES)
-                .chain(second.chunks_exact(T::BYTES)),
-        )
+            ]),
+        }
     }
 
     pub(super) fn get(&self, flat: &[u8], more: &[u8], i: usize) -> T {
@@ -941,6 +949,26 @@ impl Projection {
     /// Every line of [`Projection::line`], in order (one pass over the records).
     pub fn lines(&self) -> impl Iterator<Item = Line> + '_ {
         self.lines.iter(&self.flat, &self.more)
+    }
+
+    /// Whether [`Projection::line`]'s offsets ascend (file order, the usual case). A loop over
+    /// each run of encoded records: through [`Projection::lines`] this took ≈ 1 ms of every
+    /// search on a session of 225 k lines (a choice of part and of run per record).
+    pub fn lines_in_file_order(&self) -> bool {
+        match self.lines.runs(&self.flat, &self.more) {
+            Err(owned) => owned.iter().map(|line| line.offset).is_sorted(),
+            Ok(runs) => {
+                let (mut previous, mut ascending) = (0, true);
+                for run in runs {
+                    for record in run.chunks_exact(Line::BYTES) {
+                        let offset = Line::read(record).offset;
+                        ascending &= offset >= previous;
+                        previous = offset;
+                    }
+                }
+                ascending
+            }
+        }
     }
 
     /// How many session lines events are built from.

@@ -1416,6 +1416,10 @@ fn projection_facts(p: &super::Projection) -> String {
         "paired {:?}\n",
         p.paired_results().collect::<Vec<_>>()
     ));
+    // The scan's shortcut over the records must say what the lines say (the order itself
+    // may differ between an extended projection and a rebuilt one).
+    let in_order = p.lines().map(|line| line.offset).is_sorted();
+    assert_eq!(p.lines_in_file_order(), in_order);
     out
 }
 

@@ -43,7 +43,7 @@ enum Table<'a> {
 
 impl Table<'_> {
     fn new(projection: &Projection) -> Table<'_> {
-        if projection.lines().map(|l| l.offset).is_sorted() {
+        if projection.lines_in_file_order() {
             return Table::Lines(projection);
         }
         let mut spans: Vec<Span> = projection
