@@ -951,24 +951,45 @@ impl Projection {
         self.lines.iter(&self.flat, &self.more)
     }
 
-    /// Whether [`Projection::line`]'s offsets ascend (file order, the usual case). A loop over
-    /// each run of encoded records: through [`Projection::lines`] this took ≈ 1 ms of every
-    /// search on a session of 225 k lines (a choice of part and of run per record).
-    pub fn lines_in_file_order(&self) -> bool {
+    /// Each line of [`Projection::line`] with its index, in order: one loop over each run of
+    /// encoded records. Through [`Projection::lines`] a pass over 225 k lines took ≈ 1 ms (a
+    /// choice of part and of run per record); searches make two such passes.
+    #[inline]
+    fn for_each_line(&self, mut f: impl FnMut(usize, Line)) {
         match self.lines.runs(&self.flat, &self.more) {
-            Err(owned) => owned.iter().map(|line| line.offset).is_sorted(),
+            Err(owned) => owned.iter().enumerate().for_each(|(i, &line)| f(i, line)),
             Ok(runs) => {
-                let (mut previous, mut ascending) = (0, true);
+                let mut i = 0;
                 for run in runs {
                     for record in run.chunks_exact(Line::BYTES) {
-                        let offset = Line::read(record).offset;
-                        ascending &= offset >= previous;
-                        previous = offset;
+                        f(i, Line::read(record));
+                        i += 1;
                     }
                 }
-                ascending
             }
         }
+    }
+
+    /// Whether [`Projection::line`]'s offsets ascend (file order, the usual case).
+    pub fn lines_in_file_order(&self) -> bool {
+        let (mut previous, mut ascending) = (0, true);
+        self.for_each_line(|_, line| {
+            ascending &= line.offset >= previous;
+            previous = line.offset;
+        });
+        ascending
+    }
+
+    /// The lines holding an escape JavaScript would not write, and with `nested` those
+    /// holding nested tool calls too, ascending.
+    pub fn flagged_lines(&self, nested: bool) -> Vec<usize> {
+        let mut flagged = Vec::new();
+        self.for_each_line(|i, line| {
+            if line.escapes || (nested && line.nested_calls) {
+                flagged.push(i);
+            }
+        });
+        flagged
     }
 
     /// How many session lines events are built from.
@@ -1166,6 +1187,63 @@ mod tests {
                 };
                 assert_eq!(offsets(&by_default), offsets(&by_leaf), "{entries:?}");
             }
+        }
+    }
+
+    /// The lines searches must always test (an escape JavaScript would not write; nested
+    /// tool calls when the query needs them), and whether the lines are in file order, read
+    /// the same from a built projection, a stored one and one extended in place.
+    #[test]
+    fn flagged_lines_and_file_order_read_the_same_from_every_store() {
+        const ESCAPED: &str = r#"{"type":"message","id":"e","parentId":"r","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"caf\u00e9"}}"#;
+        const NESTED: &str = r#"{"type":"message","id":"n","parentId":"e","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"toolResult","toolCallId":"c2","toolName":"read","content":"ok","nestedCalls":{"complete":true,"calls":[]}}}"#;
+        const LAST: &str = r#"{"type":"message","id":"z","parentId":"n","timestamp":"2026-01-01T00:00:06.000Z","message":{"role":"user","content":"plain"}}"#;
+        use crate::session::IndexMode;
+        let cache = tempfile::tempdir().unwrap();
+        let indexed = IndexMode::In {
+            dir: cache.path(),
+            now: std::time::SystemTime::UNIX_EPOCH,
+        };
+        // Padded so the index stays within its share of the file and keeps the projection.
+        let padded = |line: &str| {
+            let pad = format!(r#""pad":"{}","timestamp":"#, "p".repeat(1200));
+            line.replacen(r#""timestamp":"#, &pad, 1)
+        };
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        for line in [HEADER, USER, CALL, RESULT, ESCAPED] {
+            writeln!(file, "{}", padded(line)).unwrap();
+        }
+        let path = file.path().to_path_buf();
+        let open = |mode: &IndexMode<'_>| crate::history::open_with(&path, None, mode).unwrap();
+        // Built, then built and stored, then read from the store.
+        use crate::history::IndexUse::{Built, Bypassed, Reused};
+        for (mode, used) in [
+            (&IndexMode::Off, Bypassed),
+            (&indexed, Built),
+            (&indexed, Reused),
+        ] {
+            let opened = open(mode);
+            assert_eq!(opened.index, used);
+            let p = opened.projection;
+            assert_eq!(p.line_count(), 4);
+            assert_eq!(p.flagged_lines(false), [3]);
+            assert_eq!(p.flagged_lines(true), [3]);
+            assert!(p.lines_in_file_order());
+        }
+        let mut appending = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for line in [NESTED, LAST] {
+            writeln!(appending, "{}", padded(line)).unwrap();
+        }
+        let opened = open(&indexed);
+        assert_eq!(opened.index, crate::history::IndexUse::Extended);
+        for p in [&opened.projection, &open(&IndexMode::Off).projection] {
+            assert_eq!(p.line_count(), 6);
+            assert_eq!(p.flagged_lines(false), [3]);
+            assert_eq!(p.flagged_lines(true), [3, 4]);
+            assert!(p.lines_in_file_order());
         }
     }
 }

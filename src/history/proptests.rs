@@ -1416,10 +1416,19 @@ fn projection_facts(p: &super::Projection) -> String {
         "paired {:?}\n",
         p.paired_results().collect::<Vec<_>>()
     ));
-    // The scan's shortcut over the records must say what the lines say (the order itself
+    // The scan's shortcuts over the records must say what the lines say (the order itself
     // may differ between an extended projection and a rebuilt one).
     let in_order = p.lines().map(|line| line.offset).is_sorted();
     assert_eq!(p.lines_in_file_order(), in_order);
+    for nested in [false, true] {
+        let flagged: Vec<usize> = p
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| line.escapes || (nested && line.nested_calls))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(p.flagged_lines(nested), flagged);
+    }
     out
 }
 

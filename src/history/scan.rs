@@ -134,12 +134,7 @@ impl LineMasks {
         &'a self,
         projection: &'a Projection,
     ) -> impl Iterator<Item = usize> + 'a {
-        let nested = self.nested_bit != 0;
-        let flagged = projection
-            .lines()
-            .enumerate()
-            .filter(move |(_, line)| line.escapes || (nested && line.nested_calls))
-            .map(|(line, _)| line);
+        let flagged = projection.flagged_lines(self.nested_bit != 0);
         self.hits.iter().map(|&(line, _)| line).chain(flagged)
     }
 
