@@ -1053,15 +1053,18 @@ mod tests {
             assert_eq!(masks(&early_memo, Some(found)), masks(&plain_memo, None));
             assert_eq!(memo_files(early.path()), memo_files(plain.path()));
         };
-        for block in [7, 64, BLOCK] {
-            let found = early_hits(
+        let scan_early = || {
+            early_hits(
                 &opened.file.file,
                 prefilter,
                 &early_memo,
                 len,
-                &Default::default(),
+                &AtomicBool::new(false),
             )
-            .unwrap();
+            .unwrap()
+        };
+        for block in [7, 64, BLOCK] {
+            let found = scan_early();
             assert!(
                 found.starts[0].len() > 1,
                 "the scan went past the event lines"
@@ -1082,14 +1085,7 @@ mod tests {
             starts: vec![wrong_start],
         };
         early_memo.store(&[stale], covered);
-        let found = early_hits(
-            &opened.file.file,
-            prefilter,
-            &early_memo,
-            len,
-            &Default::default(),
-        )
-        .unwrap();
+        let found = scan_early();
         assert_eq!(
             found.starts[0][0], wrong_start,
             "the early scan took the entry"
