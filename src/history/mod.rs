@@ -665,21 +665,21 @@ impl TestedLines {
         match self {
             TestedLines::Untested => Box::new(0..all),
             TestedLines::Sparse(set) => Box::new(set.iter().map(|&(line, _)| line)),
-            // A line past those tested is a "maybe".
-            TestedLines::Dense(masks) => {
-                let tested = masks.len().min(all);
-                let set = masks[..tested].iter().enumerate().filter(|(_, m)| **m != 0);
-                Box::new(set.map(|(line, _)| line).chain(tested..all))
-            }
+            // Every line has its mask here ("maybe" for an untested entry's, from `of`).
+            TestedLines::Dense(masks) => Box::new(
+                masks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| **m != 0)
+                    .map(|(line, _)| line),
+            ),
         }
     }
 
     fn get(&self, line: usize) -> u64 {
         match self {
             TestedLines::Untested => u64::MAX,
-            TestedLines::Sparse(set) => set
-                .binary_search_by_key(&line, |&(line, _)| line)
-                .map_or(0, |i| set[i].1),
+            TestedLines::Sparse(set) => crate::session::mask_of(set, line),
             TestedLines::Dense(masks) => masks.get(line).copied().unwrap_or(u64::MAX),
         }
     }

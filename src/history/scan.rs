@@ -152,10 +152,7 @@ impl LineMasks {
         } else {
             0
         };
-        match self.hits.binary_search_by_key(&line, |&(l, _)| l) {
-            Ok(i) => self.hits[i].1 | nested,
-            Err(_) => nested,
-        }
+        crate::session::mask_of(&self.hits, line) | nested
     }
 }
 

@@ -1109,10 +1109,16 @@ impl EntryFlags {
         if entry >= self.tested {
             return u64::MAX;
         }
-        self.set
-            .binary_search_by_key(&entry, |&(e, _)| e)
-            .map_or(0, |i| self.set[i].1)
+        mask_of(&self.set, entry)
     }
+}
+
+/// The mask paired with `key` in `set` (ascending by key, each key once); 0 when `key` has
+/// none. The sparse masks of entries, of projection lines and of a scan's hits are all kept
+/// this way.
+pub(crate) fn mask_of(set: &[(usize, u64)], key: usize) -> u64 {
+    set.binary_search_by_key(&key, |&(k, _)| k)
+        .map_or(0, |i| set[i].1)
 }
 
 /// An entry line handed to a [`LineTest`]: its bytes are `hay[..len]`, and the rest of
