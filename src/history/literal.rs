@@ -103,6 +103,11 @@ impl Literal {
         })
     }
 
+    /// The literal's length in bytes (UTF-8).
+    pub fn byte_len(&self) -> usize {
+        self.text.len()
+    }
+
     /// Whether `line` (one line, no `\n`) holds a match.
     pub fn is_match(&self, line: &[u8]) -> bool {
         self.line_hit(line, 0).is_some()

@@ -794,8 +794,8 @@ pub(crate) fn line_masks_memo_in_blocks(
 }
 
 /// For each literal, the start of every line of `[from, to)` (`from` a line start, `to` just
-/// past a `\n`) holding a match, ascending: blocks of whole lines (a block grows for a longer
-/// line), in parallel ranges for large spans.
+/// past a `\n`) holding a match, ascending: pieces of `block` bytes, taken in turn by a thread
+/// per core for large spans.
 fn line_hits(
     file: &std::fs::File,
     from: u64,
@@ -805,12 +805,23 @@ fn line_hits(
     stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     let threads = crate::threads::worker_threads();
-    let groups = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
-    line_hits_in_parts(file, from, to, literals, block, groups, stop)
+    let workers = ((to - from) / PARALLEL_MIN_BYTES).clamp(1, threads as u64);
+    line_hits_in_parts(file, from, to, literals, block, workers, stop)
 }
 
-/// [`line_hits`] in `groups` ranges of about equal bytes, cut at line starts, each scanned
-/// by its own thread (tests choose the count).
+/// [`line_hits`] by `workers` threads (tests choose the count), each taking the next piece
+/// of `block` bytes until none is left.
+///
+/// Pieces are cut at any byte, not at line starts: cut at line starts, a thread's range ran
+/// to the end of the line holding its last byte (up to 6.8 MB further on a session of long
+/// lines), and fixed ranges, one per thread, left one thread waiting for the other (by 2–10
+/// ms of a ≈ 15 ms scan: the cores of this kind of machine do not run equally fast, and the
+/// search's other work runs beside the scan). A piece reports the lines holding a match that
+/// start in it, and whether the line holding its first byte (begun in an earlier piece, or
+/// at its first byte) holds one in the piece's bytes (`head`); the merge, in file order,
+/// gives that line its start (after the last `\n` of the pieces before) and keeps each line
+/// once. Every match starts in some piece and lies within its bytes and the overlap read
+/// after them, so each line holding a match is reported by the piece where a match starts.
 #[allow(clippy::expect_used, reason = "a scanning thread does not panic")]
 fn line_hits_in_parts(
     file: &std::fs::File,
@@ -818,140 +829,150 @@ fn line_hits_in_parts(
     to: u64,
     literals: &[LineScan<'_>],
     block: usize,
-    groups: u64,
-    stop: Option<&AtomicBool>,
-) -> std::io::Result<Vec<Vec<u64>>> {
-    let mut cuts = vec![from];
-    for g in 1..groups {
-        let at = from + (to - from) * g / groups;
-        let cut = next_line_start(file, at.max(*cuts.last().unwrap_or(&from)), to)?;
-        cuts.push(cut);
-    }
-    cuts.push(to);
-    cuts.dedup();
-    let scan = |lo: u64, hi: u64| line_hits_in(file, lo, hi, literals, block, stop);
-    let parts: Vec<std::io::Result<Vec<Vec<u64>>>> = if cuts.len() <= 2 {
-        vec![scan(from, to)]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = cuts
-                .windows(2)
-                .map(|w| {
-                    let (lo, hi) = (w[0], w[1]);
-                    let scan = &scan;
-                    scope.spawn(move || scan(lo, hi))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a scanning thread does not panic"))
-                .collect()
-        })
-    };
-    let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
-    for part in parts {
-        for (all, found) in out.iter_mut().zip(part?) {
-            all.extend(found);
-        }
-    }
-    Ok(out)
-}
-
-/// The start of the first line beginning at or after `at` (`to` when none does before it).
-fn next_line_start(file: &std::fs::File, at: u64, to: u64) -> std::io::Result<u64> {
-    use std::os::unix::fs::FileExt;
-    if at == 0 {
-        return Ok(0);
-    }
-    // The line holding `at - 1` ends at the first `\n` from there.
-    let mut buf = vec![0u8; 64 << 10];
-    let mut pos = at - 1;
-    while pos < to {
-        let len = ((to - pos) as usize).min(buf.len());
-        file.read_exact_at(&mut buf[..len], pos)?;
-        if let Some(i) = memchr::memchr(b'\n', &buf[..len]) {
-            return Ok(pos + i as u64 + 1);
-        }
-        pos += len as u64;
-    }
-    Ok(to)
-}
-
-/// [`line_hits`] of one range, on this thread.
-fn line_hits_in(
-    file: &std::fs::File,
-    from: u64,
-    to: u64,
-    literals: &[LineScan<'_>],
-    block: usize,
+    workers: u64,
     stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
-    let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
-    let block = block.max(1);
-    let mut buf: Vec<u8> = Vec::new();
-    // `buf[..kept]` holds the file's bytes from `pos` already (the end of the block before,
-    // after its last whole line): they are moved, not read again — with lines of 100 KB
-    // and more, reading them again read the file about one and a half times. Each read adds
-    // at most a block, so a line longer than a block grows the buffer only while it is
-    // read: a buffer grown to megabytes and refilled whole every time was slower to fill
-    // and to search (out of cache) on a session with a few lines of megabytes.
-    let (mut pos, mut kept) = (from, 0usize);
-    while pos < to {
-        if stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::Interrupted,
-                "the scan's answer is no longer wanted",
-            ));
-        }
-        let len = ((to - pos) as usize).min(kept + block);
-        if buf.len() < len {
-            buf.resize(len, 0);
-        }
-        if len > kept {
-            file.read_exact_at(&mut buf[kept..len], pos + kept as u64)?;
-        }
-        // Whole lines only: up to the last `\n` read (the range ends with one; the bytes
-        // kept hold none).
-        let last = match memchr::memrchr(b'\n', &buf[kept..len]) {
-            Some(last) => kept + last,
-            // The rest of the range (which should end with a `\n`).
-            None if pos + len as u64 == to => len - 1,
-            None => {
-                kept = len;
-                continue;
+    use std::sync::atomic::AtomicU64;
+    let block = block.max(1) as u64;
+    // A case-insensitive match can be up to three times longer in UTF-8 than the literal
+    // (`k` matches the three-byte Kelvin sign): a match starting in a piece ends within it
+    // and this many bytes after it.
+    let overlap = 3 * literals
+        .iter()
+        .map(|scan| scan.literal.byte_len())
+        .max()
+        .unwrap_or(0) as u64
+        + 8;
+    // At most 2^32 pieces: the two ends of the pieces not yet taken share one word.
+    let block = block.max((to - from).div_ceil(u64::from(u32::MAX)));
+    let pieces = (to - from).div_ceil(block);
+    // The first piece not taken (low half) and the one after the last not taken (high half).
+    let left = AtomicU64::new(pieces << 32);
+    // The next piece from the front, or (`from_back`) from the back.
+    let take = |from_back: bool| -> Option<u64> {
+        let mut now = left.load(Ordering::Relaxed);
+        loop {
+            let (front, back) = (now & u64::from(u32::MAX), now >> 32);
+            if front >= back {
+                return None;
             }
-        };
-        whole_line_hits(&buf[..last + 1], pos, literals, &mut out);
-        buf.copy_within(last + 1..len, 0);
-        kept = len - (last + 1);
-        pos += (last + 1) as u64;
+            let (k, then) = if from_back {
+                (back - 1, (back - 1) << 32 | front)
+            } else {
+                (front, back << 32 | (front + 1))
+            };
+            match left.compare_exchange_weak(now, then, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(k),
+                Err(seen) => now = seen,
+            }
+        }
+    };
+    let work = |from_back: bool| -> std::io::Result<Vec<(u64, Piece)>> {
+        let mut done = Vec::new();
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            if stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "the scan's answer is no longer wanted",
+                ));
+            }
+            let Some(k) = take(from_back) else {
+                return Ok(done);
+            };
+            let lo = from + k * block;
+            let hi = (lo + block).min(to);
+            let end = (hi + overlap).min(to);
+            // Each byte placed at an address equal to its file offset modulo 64: pieces
+            // start at offsets a multiple of `block` apart, so without this every copy out
+            // of the page cache had the same misalignment, and cost a fifth more (the
+            // kernel's copy rose from 37 % to 45 % of a fresh search's samples).
+            let n = (end - lo) as usize;
+            buf.resize(n + 64, 0);
+            let pad = (lo as usize).wrapping_sub(buf.as_ptr() as usize) % 64;
+            let hay = &mut buf[pad..pad + n];
+            file.read_exact_at(hay, lo)?;
+            done.push((k, piece_hits(hay, lo, (hi - lo) as usize, literals)));
+        }
+    };
+    let workers = workers.clamp(1, pieces.max(1));
+    let mut found: Vec<(u64, Piece)> = Vec::with_capacity(pieces as usize);
+    if workers == 1 {
+        found = work(false)?;
+    } else {
+        // The calling thread takes pieces too; every other thread from the back, so two
+        // threads each read the file in order until they meet.
+        let parts: Vec<std::io::Result<Vec<(u64, Piece)>>> = std::thread::scope(|scope| {
+            let work = &work;
+            let handles: Vec<_> = (1..workers)
+                .map(|w| scope.spawn(move || work(w % 2 == 1)))
+                .collect();
+            let mut parts = vec![work(false)];
+            parts.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a scanning thread does not panic")),
+            );
+            parts
+        });
+        for part in parts {
+            found.extend(part?);
+        }
+        found.sort_unstable_by_key(|&(k, _)| k);
+    }
+    let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
+    // Where the line holding the next piece's first byte starts.
+    let mut line_start = from;
+    for (_, piece) in found {
+        for ((all, starts), head) in out.iter_mut().zip(piece.starts).zip(piece.head) {
+            for start in head.then_some(line_start).into_iter().chain(starts) {
+                // The line holding a piece's last byte may be reported by the pieces after
+                // it too (their `head`), and by no other.
+                if all.last() != Some(&start) {
+                    all.push(start);
+                }
+            }
+        }
+        if let Some(newline) = piece.last_newline {
+            line_start = newline + 1;
+        }
     }
     Ok(out)
 }
 
-/// A literal a memo scan looks for: in every line, or (`within`, the index of an earlier
-/// literal of the same scan that it contains) only in the lines holding that one.
-#[derive(Clone, Copy)]
-struct LineScan<'a> {
-    literal: &'a Literal,
-    within: Option<usize>,
+/// What one piece of a scan found (see [`line_hits_in_parts`]).
+struct Piece {
+    /// Per literal: whether the line holding the piece's first byte holds a match in the
+    /// piece's bytes (and the overlap after them).
+    head: Vec<bool>,
+    /// Per literal: the start of every other line starting in the piece and holding a match,
+    /// ascending.
+    starts: Vec<Vec<u64>>,
+    /// The file offset of the piece's last `\n`.
+    last_newline: Option<u64>,
 }
 
-/// Add to `out` (one list per literal) the file offset of every line of `hay` — whole lines
-/// whose first byte is at file offset `base` — holding a hit of the literal.
-fn whole_line_hits(hay: &[u8], base: u64, literals: &[LineScan<'_>], out: &mut [Vec<u64>]) {
-    // Where each list's lines of this block begin.
-    let before: Vec<usize> = out.iter().map(Vec::len).collect();
+/// The hits of a piece: `hay` holds the file's bytes from offset `base`, the piece's `len`
+/// bytes and then the overlap (or up to the end of the scan).
+fn piece_hits(hay: &[u8], base: u64, len: usize, literals: &[LineScan<'_>]) -> Piece {
+    let mut head = vec![false; literals.len()];
+    let mut starts: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
+    // The end of the line starting at `start` (exclusive: its `\n`, or the end of `hay`).
+    let line_end =
+        |start: usize| memchr::memchr(b'\n', &hay[start..]).map_or(hay.len(), |p| start + p);
     for (k, scan) in literals.iter().enumerate() {
-        let (done, rest) = out.split_at_mut(k);
+        let (done, rest) = starts.split_at_mut(k);
         let found = &mut rest[0];
         match scan.within {
+            // A line holding this literal holds the one at `j`: only those lines are tested
+            // (each whole, or as far as `hay` holds it: a match starting in the piece ends
+            // within `hay`).
             Some(j) => {
-                for &line in &done[j][before[j]..] {
+                head[k] = head[j] && scan.literal.is_match(&hay[..line_end(0)]);
+                for &line in &done[j] {
                     let start = (line - base) as usize;
-                    let end = memchr::memchr(b'\n', &hay[start..]).map_or(hay.len(), |p| start + p);
-                    if scan.literal.is_match(&hay[start..end]) {
+                    if scan.literal.is_match(&hay[start..line_end(start)]) {
                         found.push(line);
                     }
                 }
@@ -961,14 +982,31 @@ fn whole_line_hits(hay: &[u8], base: u64, literals: &[LineScan<'_>], out: &mut [
                 while at < hay.len()
                     && let Some(hit) = scan.literal.line_hit(hay, at)
                 {
-                    let line = memchr::memrchr(b'\n', &hay[..hit]).map_or(0, |p| p + 1);
-                    found.push(base + line as u64);
+                    match memchr::memrchr(b'\n', &hay[..hit]) {
+                        // A line starting after the piece: the pieces after it report it.
+                        Some(p) if p + 1 >= len => break,
+                        Some(p) => found.push(base + p as u64 + 1),
+                        None => head[k] = true,
+                    }
                     // One hit per line: on from the line's end.
-                    at = memchr::memchr(b'\n', &hay[hit..]).map_or(hay.len(), |p| hit + p + 1);
+                    at = line_end(hit) + 1;
                 }
             }
         }
     }
+    Piece {
+        head,
+        starts,
+        last_newline: memchr::memrchr(b'\n', &hay[..len]).map(|p| base + p as u64),
+    }
+}
+
+/// A literal a memo scan looks for: in every line, or (`within`, the index of an earlier
+/// literal of the same scan that it contains) only in the lines holding that one.
+#[derive(Clone, Copy)]
+struct LineScan<'a> {
+    literal: &'a Literal,
+    within: Option<usize>,
 }
 
 /// Drop every hit of the memo of `session` in `cache`, keeping it well-formed (a memo that
