@@ -7,7 +7,9 @@
 //! case variants are their ASCII upper and lower case — the rarest such two over all runs,
 //! by [`SessionRank`]) are looked for together, 64 positions at a time (AVX2 when the
 //! processor has it, else SSE2), comparing each haystack byte folded to lower case
-//! (`| 0x20` for a letter) with the pair's. A candidate is then confirmed:
+//! (`| 0x20` for a letter) with the pair's. Where the pair is found, a third byte of its run
+//! (the rarest other) is tested too before the position is handed out as a candidate. A
+//! candidate is then confirmed:
 //! - an ASCII literal: the bytes around the pair equal the literal ignoring ASCII case (then
 //!   they are a match); if they do not, the line can still hold a match only through a
 //!   non-ASCII case variant (`ſ` for `s`, the Kelvin sign for `k`), so when a byte ≥ 0x80
@@ -49,6 +51,12 @@ struct Pair {
     byte2: u8,
     mask2: u8,
     distance: usize,
+    /// A third byte of the pair's run (the rarest other than the pair's; the first byte
+    /// again when the run has only two), its OR mask and its distance from the first:
+    /// tested only where the pair is found, before the candidate is handed out.
+    byte3: u8,
+    mask3: u8,
+    distance3: isize,
     /// The literal's bytes (folded to lower case when case-insensitive), when they are
     /// ASCII: a candidate is then confirmed by comparing them at `offset` before the pair.
     ascii: Option<Vec<u8>>,
@@ -200,6 +208,10 @@ impl Pair {
             .min_by_key(|&(score, ..)| score)
             .map(|(_, run, i1, i2)| (run, i1, i2))?;
         let lower = folded(run);
+        let i3 = (0..lower.len())
+            .filter(|&i| i != i1 && i != i2)
+            .min_by_key(|&i| rank(lower[i]))
+            .unwrap_or(i1);
         let mask = |b: u8| {
             if fold && b.is_ascii_alphabetic() {
                 0x20
@@ -220,6 +232,9 @@ impl Pair {
             byte2: lower[i2],
             mask2: mask(lower[i2]),
             distance: i2 - i1,
+            byte3: lower[i3],
+            mask3: mask(lower[i3]),
+            distance3: i3 as isize - i1 as isize,
             ascii,
             offset: run.0 + i1,
             fold,
@@ -271,7 +286,7 @@ impl Pair {
     }
 
     /// The first position `y ≥ from` with `hay[y]` and `hay[y + distance]` the pair's bytes
-    /// (folded).
+    /// and `hay[y + distance3]` the third byte (folded; unless out of `hay`).
     fn candidate(&self, hay: &[u8], from: usize) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
@@ -308,13 +323,31 @@ impl Pair {
         while y + LANES <= last {
             let first: &[u8; LANES] = hay[y..y + LANES].try_into().ok()?;
             let second: &[u8; LANES] = hay[y + d..y + d + LANES].try_into().ok()?;
-            let found = lanes(first, second, [b1, m1, b2, m2]);
-            if found != 0 {
-                return Some(y + found.trailing_zeros() as usize);
+            let mut found = lanes(first, second, [b1, m1, b2, m2]);
+            // The pair's lanes that hold the third byte too. A pair of common letters
+            // (`c` and `m` of `src/main.rs`) is met ≈ 2,000 times a MiB of session text;
+            // handing each out (and checking it) cost more than the vector search itself.
+            while found != 0 {
+                let at = y + found.trailing_zeros() as usize;
+                if self.third_holds(hay, at) {
+                    return Some(at);
+                }
+                found &= found - 1;
             }
             y += LANES;
         }
-        (y..last).find(|&y| (hay[y] | m1) == b1 && (hay[y + d] | m2) == b2)
+        (y..last)
+            .find(|&y| (hay[y] | m1) == b1 && (hay[y + d] | m2) == b2 && self.third_holds(hay, y))
+    }
+
+    /// Whether the candidate at `y` holds the third byte (true when `hay` does not reach it:
+    /// the checks after the candidate search decide then).
+    #[inline(always)]
+    fn third_holds(&self, hay: &[u8], y: usize) -> bool {
+        match y.checked_add_signed(self.distance3) {
+            Some(at) if at < hay.len() => (hay[at] | self.mask3) == self.byte3,
+            _ => true,
+        }
     }
 }
 
