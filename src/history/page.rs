@@ -345,12 +345,15 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
     })
 }
 
-/// Select one page (docs/spec/history.md §12). `vis` is ascending by seq; `foldable` (event indexes, ascending) is
-/// used only when `spec.fold`.
+/// Select one page (docs/spec/history.md §12). `vis` is ascending by seq, and holds at least
+/// the `limit + 1` visible events nearest the page's anchor (the newest before `before`, or
+/// the oldest after `after`), which are all the page and its anchors depend on;
+/// `foldable(lo, hi)` gives the foldable events (indexes, ascending) strictly between two
+/// seqs, and is asked only when `spec.fold`.
 #[allow(clippy::expect_used, reason = "kept is non-empty here; just pushed")]
 pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     vis: &[Visible],
-    foldable: &[usize],
+    foldable: &dyn Fn(u64, u64) -> Vec<usize>,
     spec: &PageSpec,
     rows: &mut RowSource<'_, F>,
     skipped_lines: u64,
@@ -384,7 +387,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     let mut fold = |lo: u64, hi: u64| -> Option<FoldRow> {
         fold_memo
             .entry((lo, hi))
-            .or_insert_with(|| fold_row(projection, foldable, lo, hi))
+            .or_insert_with(|| fold_row(projection, &foldable(lo, hi), lo, hi))
             .clone()
     };
     let mut assemble = |kept: &[EventRow]| -> Page {

@@ -1023,6 +1023,14 @@ impl Projection {
         lo
     }
 
+    /// The indexes (in [`Projection::event`] order) of the events whose seq lies strictly
+    /// between `lo` and `hi`.
+    pub fn events_between(&self, lo: u64, hi: u64) -> std::ops::Range<usize> {
+        let start = self.first_event_not(|e| e.seq <= lo);
+        let end = self.first_event_not(|e| e.seq < hi);
+        start..end.max(start)
+    }
+
     /// The event at `seq`, if there is one on the branch.
     pub fn event_at(&self, seq: u64) -> Option<Event> {
         self.event_index(seq).map(|i| self.event(i))

@@ -248,6 +248,43 @@ fn reset_windows_split_events_at_markers() {
     .data;
     let seqs = event_seqs(&page);
     assert!(seqs.iter().all(|s| (18..=34).contains(s)) && !seqs.is_empty());
+    // Its conversation view folds only that window's tool and context events, the ones
+    // before its first conversation event included (the fold reaching back to seq 0).
+    let in_window = opened
+        .projection
+        .events()
+        .filter(|e| (18..=34).contains(&e.seq))
+        .filter(|e| matches!(e.role, EventRole::Tool | EventRole::Context))
+        .count() as u64;
+    let page = history::list_in(
+        &opened,
+        &ListOptions {
+            window_id: Some("pcw:01a22b39:97bfc6ba".into()),
+            limit: 100,
+            ..ListOptions::default()
+        },
+    )
+    .unwrap()
+    .data;
+    let folds: Vec<&Value> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["folded"] == true)
+        .collect();
+    assert!(!folds.is_empty() && in_window > 0);
+    for fold in &folds {
+        assert!(
+            (18..=34).contains(&fold["first_seq"].as_u64().unwrap()),
+            "{fold}"
+        );
+        assert!(
+            (18..=34).contains(&fold["last_seq"].as_u64().unwrap()),
+            "{fold}"
+        );
+    }
+    let folded: u64 = folds.iter().map(|f| f["count"].as_u64().unwrap()).sum();
+    assert_eq!(folded, in_window);
 }
 
 // ---------------------------------------------------------------- paging invariants
