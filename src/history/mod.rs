@@ -598,11 +598,7 @@ fn check_window(projection: &Projection, window_id: Option<&str>) -> Result<(), 
 /// Whether event `e` passes the window and role filters (and, for `conversation`, the
 /// non-empty user/assistant rule).
 fn passes(projection: &Projection, options: &ListOptions, conversation: bool, e: &Event) -> bool {
-    let in_window = options
-        .window_id
-        .as_deref()
-        .is_none_or(|id| projection.windows[e.window].window_id == id);
-    in_window
+    in_window(projection, options.window_id.as_deref(), e)
         && match &options.roles {
             Some(roles) => roles.contains(&e.role),
             None if conversation => {
@@ -610,6 +606,11 @@ fn passes(projection: &Projection, options: &ListOptions, conversation: bool, e:
             }
             None => true,
         }
+}
+
+/// Whether `e` lies in the window named `window` (any window when `None`).
+fn in_window(projection: &Projection, window: Option<&str>, e: &Event) -> bool {
+    window.is_none_or(|id| projection.windows[e.window].window_id == id)
 }
 
 /// The raw-line test's mask of each event line: tested while the file was read, or found by
@@ -767,19 +768,15 @@ pub fn list_in(opened: &Opened, options: &ListOptions) -> Result<Rendered, Histo
         newest.reverse();
         newest
     };
-    // The folds, for the conversation view: the tool and context events of the window
-    // between two seqs, found when a fold is drawn.
-    let window = options.window_id.as_deref();
+    // The folds, for the conversation view (`select` asks only then): the tool and
+    // context events of the window between two seqs, found when a fold is drawn.
     let foldable = |lo: u64, hi: u64| -> Vec<usize> {
-        if !fold {
-            return Vec::new();
-        }
         projection
             .events_between(lo, hi)
             .filter(|&event| {
                 let e = projection.event(event);
                 matches!(e.role, EventRole::Tool | EventRole::Context)
-                    && window.is_none_or(|id| projection.windows[e.window].window_id == id)
+                    && in_window(projection, options.window_id.as_deref(), &e)
             })
             .collect()
     };

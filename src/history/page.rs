@@ -300,17 +300,12 @@ impl<'p, F: FnMut(usize) -> Result<Document, HistoryError>> RowSource<'p, F> {
     }
 }
 
-/// The fold of the foldable events strictly between `lo` and `hi`.
-fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Option<FoldRow> {
-    let seqs = |i: usize| projection.event(foldable[i]).seq;
-    let start = foldable.partition_point(|&e| projection.event(e).seq <= lo);
-    let end = foldable.partition_point(|&e| projection.event(e).seq < hi);
-    if start >= end {
-        return None;
-    }
+/// The fold of `folded`, the foldable events (indexes, ascending) between two seqs.
+fn fold_row(projection: &Projection, folded: &[usize]) -> Option<FoldRow> {
+    let (&first, &last) = (folded.first()?, folded.last()?);
     let mut order: Vec<&str> = Vec::new();
     let mut counts: HashMap<&str, usize> = HashMap::new();
-    for &e in &foldable[start..end] {
+    for &e in folded {
         let event = &projection.event(e);
         if event.role == EventRole::Tool {
             let name = projection.tool_name(event).unwrap_or("unknown");
@@ -337,9 +332,9 @@ fn fold_row(projection: &Projection, foldable: &[usize], lo: u64, hi: u64) -> Op
     }
     Some(FoldRow {
         folded: true,
-        first_seq: seqs(start),
-        last_seq: seqs(end - 1),
-        count: end - start,
+        first_seq: projection.event(first).seq,
+        last_seq: projection.event(last).seq,
+        count: folded.len(),
         tools,
         omitted_tools: (omitted > 0).then_some(omitted),
     })
@@ -387,7 +382,7 @@ pub fn select<F: FnMut(usize) -> Result<Document, HistoryError>>(
     let mut fold = |lo: u64, hi: u64| -> Option<FoldRow> {
         fold_memo
             .entry((lo, hi))
-            .or_insert_with(|| fold_row(projection, &foldable(lo, hi), lo, hi))
+            .or_insert_with(|| fold_row(projection, &foldable(lo, hi)))
             .clone()
     };
     let mut assemble = |kept: &[EventRow]| -> Page {

@@ -166,9 +166,8 @@ pub(crate) fn line_masks_in_blocks(
     block: usize,
 ) -> Result<LineMasks, SessionError> {
     let scans: Vec<(u64, &Literal)> = prefilter.scans().collect();
-    // A case-insensitive match can be up to three times longer in UTF-8 than the literal
-    // (`k` matches the three-byte Kelvin sign), and must fit in one block's overlap.
-    let overlap = 3 * prefilter.longest() + 8;
+    // A match must fit in one block's overlap.
+    let overlap = match_reach(prefilter.longest());
     let table = Table::new(projection);
     let scanner = Scanner {
         file,
@@ -835,15 +834,14 @@ fn line_hits_in_parts(
     use std::os::unix::fs::FileExt;
     use std::sync::atomic::AtomicU64;
     let block = block.max(1) as u64;
-    // A case-insensitive match can be up to three times longer in UTF-8 than the literal
-    // (`k` matches the three-byte Kelvin sign): a match starting in a piece ends within it
-    // and this many bytes after it.
-    let overlap = 3 * literals
-        .iter()
-        .map(|scan| scan.literal.byte_len())
-        .max()
-        .unwrap_or(0) as u64
-        + 8;
+    // A match starting in a piece ends within it and this many bytes after it.
+    let overlap = match_reach(
+        literals
+            .iter()
+            .map(|scan| scan.literal.byte_len())
+            .max()
+            .unwrap_or(0),
+    ) as u64;
     // At most 2^32 pieces: the two ends of the pieces not yet taken share one word.
     let block = block.max((to - from).div_ceil(u64::from(u32::MAX)));
     let pieces = (to - from).div_ceil(block);
@@ -897,9 +895,8 @@ fn line_hits_in_parts(
         }
     };
     let workers = workers.clamp(1, pieces.max(1));
-    let mut found: Vec<(u64, Piece)> = Vec::with_capacity(pieces as usize);
-    if workers == 1 {
-        found = work(false)?;
+    let found: Vec<(u64, Piece)> = if workers == 1 {
+        work(false)?
     } else {
         // The calling thread takes pieces too; every other thread from the back, so two
         // threads each read the file in order until they meet.
@@ -916,11 +913,13 @@ fn line_hits_in_parts(
             );
             parts
         });
+        let mut found = Vec::with_capacity(pieces as usize);
         for part in parts {
             found.extend(part?);
         }
         found.sort_unstable_by_key(|&(k, _)| k);
-    }
+        found
+    };
     let mut out: Vec<Vec<u64>> = vec![Vec::new(); literals.len()];
     // Where the line holding the next piece's first byte starts.
     let mut line_start = from;
@@ -939,6 +938,14 @@ fn line_hits_in_parts(
         }
     }
     Ok(out)
+}
+
+/// How many bytes a match of a literal of `longest` bytes (UTF-8) can take: a
+/// case-insensitive match can be up to three times longer than the literal (`k` matches the
+/// three-byte Kelvin sign), and a few more are kept as margin. Block and piece scans read
+/// this far past their own bytes.
+fn match_reach(longest: usize) -> usize {
+    3 * longest + 8
 }
 
 /// What one piece of a scan found (see [`line_hits_in_parts`]).
