@@ -751,22 +751,27 @@ impl Pending {
         if self.encoded.is_some() {
             return;
         }
-        // A chunk per part of the indexed entries (one per decode thread of a full read), each
-        // part on its own thread: the decode threads encoded them as they went, but the
-        // chunks then stayed in memory through the projection's build (≈ 5 MB of a cold
-        // call's peak on a session of 225 k short lines).
+        // A chunk per group of parts of the indexed entries (one per decode thread's range of
+        // a full read, one per part read from the index), each group on its own thread: the
+        // decode threads encoded them as they went, but the chunks then stayed in memory
+        // through the projection's build (≈ 5 MB of a cold call's peak on a session of 225 k
+        // short lines).
         let mut before = None;
-        let parts: Vec<(&[Entry], Option<&Entry>)> = entries
-            .prefix(self.entries)
-            .map(|part| (part, std::mem::replace(&mut before, part.last())))
+        let groups: Vec<(Vec<&[Entry]>, Option<&Entry>)> = entries
+            .prefix_groups(self.entries)
+            .into_iter()
+            .map(|group| {
+                let last = group.last().and_then(|slice| slice.last());
+                (group, std::mem::replace(&mut before, last))
+            })
             .collect();
         let skeleton: Vec<Vec<u8>> = std::thread::scope(|scope| {
-            let (first, rest) = parts.split_first()?;
+            let (first, rest) = groups.split_first()?;
             let others: Vec<_> = rest
                 .iter()
-                .map(|&(part, before)| scope.spawn(move || chunk_of(part, before)))
+                .map(|(group, before)| scope.spawn(move || chunk_of(group, *before)))
                 .collect();
-            let mut chunks = vec![chunk_of(first.0, first.1)];
+            let mut chunks = vec![chunk_of(&first.0, first.1)];
             for other in others {
                 chunks.push(
                     other
@@ -1041,28 +1046,31 @@ fn role_tag(role: &Role) -> u64 {
     }
 }
 
-/// One skeleton chunk of `entries`, which come right after `before` in the file: its body's
-/// length and checksum, then the body: its entry count and entries (offsets, line numbers
-/// and timestamps coded against the chunk's previous entry, the first line number at a
-/// fixed width), its strings interned as they come.
-pub(crate) fn chunk_of<'a>(entries: &'a [Entry], before: Option<&'a Entry>) -> Vec<u8> {
+/// One skeleton chunk of the entries of `slices` (consecutive in the file, in order), which
+/// come right after `before` in the file: its body's length and checksum, then the body: its
+/// entry count and entries (offsets, line numbers and timestamps coded against the chunk's
+/// previous entry, the first line number at a fixed width), its strings interned as they
+/// come.
+pub(crate) fn chunk_of<'a>(slices: &[&'a [Entry]], before: Option<&'a Entry>) -> Vec<u8> {
+    let count: usize = slices.iter().map(|slice| slice.len()).sum();
     let mut strings = Interner {
         names: FxHashMap::with_capacity_and_hasher(64, Default::default()),
     };
     // About 9 bytes of offsets, 9 of id and 40 of tool call or result id per entry.
     let mut body = Out {
-        buf: Vec::with_capacity(16 + WIDE + entries.len() * 64),
+        buf: Vec::with_capacity(16 + WIDE + count * 64),
     };
     // The length and checksum, then the entry count and the entries.
     body.buf.extend_from_slice(&[0; 16]);
-    body.u(entries.len() as u64);
+    body.u(count as u64);
     let mut previous_end = 0u64;
     let mut previous_line = 0u64;
     let mut previous_id: Option<&str> = None;
     let mut previous_ts: &str = "";
     // The call ids of the latest message with tool calls: a tool result names one of them.
     let mut latest_calls: &[ToolCallMeta] = &[];
-    for (n, entry) in entries.iter().enumerate() {
+    let mut entry_before = before;
+    for (n, entry) in slices.iter().copied().flatten().enumerate() {
         if n == 0 {
             body.buf.extend_from_slice(&wide_varint(entry.line_no));
         } else {
@@ -1076,7 +1084,7 @@ pub(crate) fn chunk_of<'a>(entries: &'a [Entry], before: Option<&'a Entry>) -> V
         // Parent: 0 none, 1 the previous entry's id, else 2 then the id.
         // The first entry's parent is coded in full, even when it is the entry before the
         // chunk (`previous_id` starts empty).
-        match entry.parent_id(n.checked_sub(1).map_or(before, |b| Some(&entries[b]))) {
+        match entry.parent_id(entry_before.replace(entry)) {
             None => body.u(0),
             Some(p) if previous_id == Some(p) => body.u(1),
             Some(p) => {

@@ -810,7 +810,7 @@ impl Appended {
         }
         // The first entry was decoded without the one before it.
         self.chunk
-            .get_or_init(|| index::chunk_of(self.entries(), None))
+            .get_or_init(|| index::chunk_of(&[self.entries()], None))
     }
 
     /// Whether a growth file with `payload` stays small beside the index file (see
@@ -1226,39 +1226,43 @@ pub(crate) fn decode_range(
     from: u64,
     to: u64,
     line_test: Option<&LineTest<'_>>,
-    mut so_far: Decoded,
+    so_far: Decoded,
 ) -> Result<Decoded, SessionError> {
     let io_error = |source: std::io::Error| io_error_of(path, source);
     if from >= to {
         return Ok(so_far);
     }
-    // Large ranges are decoded in parallel chunks split at line boundaries; each chunk is
-    // streamed by its own reader, so memory stays independent of the file size.
+    // Large ranges are decoded by several threads, in pieces split at line boundaries; each
+    // piece is streamed by its thread's reader, so memory stays independent of the file size.
     let threads = crate::threads::worker_threads();
-    let chunks = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
-    let bounds = chunk_bounds(file, from, to, chunks).map_err(io_error)?;
-    let decoded: Vec<std::io::Result<Chunk>> = if bounds.len() <= 2 {
-        vec![decode_chunk(file, bounds[0], bounds[1], line_test)]
+    let ranges = ((to - from) / PARALLEL_CHUNK_MIN_BYTES).clamp(1, threads as u64);
+    let decoded: Vec<(usize, Chunk)> = if ranges == 1 {
+        vec![(
+            0,
+            decode_chunk(file, from, to, line_test).map_err(io_error)?,
+        )]
     } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = bounds
-                .windows(2)
-                .map(|w| {
-                    let (from, to) = (w[0], w[1]);
-                    scope.spawn(move || decode_chunk(file, from, to, line_test))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a chunk decoder does not panic"))
-                .collect()
-        })
+        let pieces = Pieces {
+            ranges: ranges as usize,
+            bytes: DECODE_PIECE_BYTES,
+        };
+        decode_in_pieces(file, from, to, pieces, line_test).map_err(io_error)?
     };
+    fold_chunks(path, decoded, so_far)
+}
+
+/// Add the decoded chunks of a range (in file order, each with the index of the thread range
+/// it belongs to) to `so_far`, the decode of the bytes before them.
+fn fold_chunks(
+    path: &Path,
+    decoded: Vec<(usize, Chunk)>,
+    mut so_far: Decoded,
+) -> Result<Decoded, SessionError> {
     let not_a_session = || SessionError::NotASession {
         path: path.to_path_buf(),
     };
-    for chunk in decoded {
-        let mut chunk = chunk.map_err(io_error)?;
+    let mut last_range = None;
+    for (range, mut chunk) in decoded {
         so_far.skipped += chunk.malformed;
         if so_far.header.is_none() {
             // The first parsed object must be the header; later `session` lines
@@ -1301,8 +1305,14 @@ pub(crate) fn decode_range(
             append_bits(bits, so_far.entries.len(), &chunk.continues);
         }
         so_far.lines += chunk.line_count;
-        // Each chunk's entries stay where its thread put them (no copy).
-        so_far.entries.push_part(chunk.entries);
+        // Each chunk's entries stay where its thread put them (no copy); the chunks of one
+        // thread's range are one group for the index.
+        // (An empty chunk adds no part, so it does not decide the next one's group.)
+        let joins = last_range == Some(range);
+        if !chunk.entries.is_empty() {
+            last_range = Some(range);
+        }
+        so_far.entries.push_part_in_group(chunk.entries, joins);
         so_far.flags.append(chunk.flags);
     }
     Ok(so_far)
@@ -1367,37 +1377,162 @@ struct Chunk {
     continues: Vec<u64>,
 }
 
-/// Up to `chunks + 1` file offsets: `from`, the starts of lines near each
-/// `from + k * (to - from) / chunks`, and `to`.
-#[allow(clippy::expect_used, reason = "bounds start with `from`; non-empty")]
-fn chunk_bounds(file: &File, from: u64, to: u64, chunks: u64) -> std::io::Result<Vec<u64>> {
+/// The start of the first line after the one holding byte `at` (after the first `\n` at or
+/// after `at`), or `to` when there is none before `to`.
+fn line_start_after(file: &File, at: u64, to: u64) -> std::io::Result<u64> {
     use std::os::unix::fs::FileExt;
-    let size = to;
-    let mut bounds = vec![from];
-    let mut probe = vec![0u8; 64 * 1024];
-    for k in 1..chunks {
-        let mut at =
-            (from + (to - from) * k / chunks).max(*bounds.last().expect("bounds start with 0"));
-        // The first line start after `at`.
-        let start = loop {
-            if at >= size {
-                break size;
-            }
-            let n = file.read_at(&mut probe, at)?;
-            if n == 0 {
-                break size;
-            }
-            if let Some(pos) = memchr::memchr(b'\n', &probe[..n]) {
-                break at + pos as u64 + 1;
-            }
-            at += n as u64;
-        };
-        if start > *bounds.last().expect("non-empty") && start < size {
-            bounds.push(start);
+    // Most lines end within a few KiB; longer ones are probed in larger steps.
+    let mut probe = vec![0u8; 4 << 10];
+    let mut at = at;
+    while at < to {
+        let want = probe
+            .len()
+            .min(usize::try_from(to - at).unwrap_or(usize::MAX));
+        let n = file.read_at(&mut probe[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(pos) = memchr::memchr(b'\n', &probe[..n]) {
+            return Ok((at + pos as u64 + 1).min(to));
+        }
+        at += n as u64;
+        if probe.len() < 64 << 10 {
+            probe.resize(probe.len() * 2, 0);
         }
     }
-    bounds.push(size);
-    Ok(bounds)
+    Ok(to)
+}
+
+/// About how many bytes each piece of a parallel decode holds.
+const DECODE_PIECE_BYTES: u64 = 2 << 20;
+
+/// How a parallel decode splits its range: into `ranges` thread ranges of pieces of about
+/// `bytes` bytes.
+#[derive(Debug, Clone, Copy)]
+struct Pieces {
+    ranges: usize,
+    bytes: u64,
+}
+
+/// Decode `[from, to)` on `ranges` threads: the lines of each piece, with the index of the
+/// thread range the piece belongs to, in file order.
+///
+/// The range is cut into pieces of about `split.bytes` (a piece holds the lines that start in
+/// it), and the pieces into `split.ranges` ranges of consecutive pieces, one per thread.
+/// Each thread decodes its own range from the front into one chunk, then takes the pieces
+/// left in the others from their back, one chunk each, until none is left. Fixed ranges, one
+/// per thread, had left one thread waiting for the other by 2–40 ms of a ≈ 45 ms decode:
+/// the cores of this kind of machine do not run equally fast, and a session's lines are not
+/// equally dense everywhere.
+#[allow(clippy::expect_used, reason = "a decoding thread does not panic")]
+fn decode_in_pieces(
+    file: &File,
+    from: u64,
+    to: u64,
+    split: Pieces,
+    line_test: Option<&LineTest<'_>>,
+) -> std::io::Result<Vec<(usize, Chunk)>> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let ranges = split.ranges.max(1);
+    let ranges_u64 = ranges as u64;
+    // A multiple of `ranges`, so each range starts where the chunk of one thread of equal
+    // shares started (the index's chunks stay where they were).
+    let pieces = ((to - from) / split.bytes.max(1) / ranges_u64).clamp(1, 1 << 20) * ranges_u64;
+    // Where piece `k`'s lines start.
+    let start_of = |k: u64| -> std::io::Result<u64> {
+        if k == 0 {
+            return Ok(from);
+        }
+        if k >= pieces {
+            return Ok(to);
+        }
+        let cut = u128::from(to - from) * u128::from(k) / u128::from(pieces);
+        line_start_after(file, from + cut as u64, to)
+    };
+    // Per range, the first piece not taken (low half) and the one after the last not taken
+    // (high half).
+    let left: Vec<AtomicU64> = (0..ranges_u64)
+        .map(|r| AtomicU64::new((pieces * (r + 1) / ranges_u64) << 32 | (pieces * r / ranges_u64)))
+        .collect();
+    let take = |range: usize, from_back: bool| -> Option<u64> {
+        let slot = &left[range];
+        let mut now = slot.load(Ordering::Relaxed);
+        loop {
+            let (front, back) = (now & u64::from(u32::MAX), now >> 32);
+            if front >= back {
+                return None;
+            }
+            let (k, then) = if from_back {
+                (back - 1, (back - 1) << 32 | front)
+            } else {
+                (front, back << 32 | (front + 1))
+            };
+            match slot.compare_exchange_weak(now, then, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(k),
+                Err(seen) => now = seen,
+            }
+        }
+    };
+    let work = |own: usize| -> std::io::Result<Vec<(u64, usize, Chunk)>> {
+        let mut reader = LineReader::new(PositionedReader {
+            file,
+            at: from,
+            end: from,
+        });
+        let mut done = Vec::new();
+        // The own range's chunk, and where its lines end.
+        let mut front: Option<(u64, Chunk, u64)> = None;
+        while let Some(k) = take(own, false) {
+            let (start, end) = match &front {
+                Some((_, _, end)) => (*end, start_of(k + 1)?),
+                None => (start_of(k)?, start_of(k + 1)?),
+            };
+            let (_, chunk, at) = front.get_or_insert_with(|| {
+                let share = (to - from) / ranges_u64;
+                (k, Chunk::expecting(share), start)
+            });
+            decode_lines(&mut reader, start, end, chunk, line_test)?;
+            *at = end;
+        }
+        if let Some((k, chunk, _)) = front {
+            done.push((k, own, chunk));
+        }
+        // Then the pieces left in the other ranges, from the back of the one with most left.
+        loop {
+            let most_left = (0..ranges).filter(|&r| r != own).max_by_key(|&r| {
+                let now = left[r].load(Ordering::Relaxed);
+                (now >> 32).saturating_sub(now & u64::from(u32::MAX))
+            });
+            let Some(k) = most_left.and_then(|r| take(r, true).map(|k| (r, k))) else {
+                break;
+            };
+            let (range, k) = k;
+            let (start, end) = (start_of(k)?, start_of(k + 1)?);
+            let mut chunk = Chunk::expecting(end.saturating_sub(start));
+            decode_lines(&mut reader, start, end, &mut chunk, line_test)?;
+            done.push((k, range, chunk));
+        }
+        Ok(done)
+    };
+    let found: Vec<std::io::Result<Vec<(u64, usize, Chunk)>>> = std::thread::scope(|scope| {
+        let work = &work;
+        let handles: Vec<_> = (0..ranges)
+            .map(|own| scope.spawn(move || work(own)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a decoding thread does not panic"))
+            .collect()
+    });
+    let mut chunks = Vec::with_capacity(ranges + 4);
+    for part in found {
+        chunks.extend(part?);
+    }
+    chunks.sort_unstable_by_key(|&(k, _, _)| k);
+    Ok(chunks
+        .into_iter()
+        .map(|(_, range, chunk)| (range, chunk))
+        .collect())
 }
 
 /// Decode one entry line (without its `\n`) as every reader does — the fast decoder, else
@@ -1433,20 +1568,40 @@ fn decode_chunk(
     let mut reader = LineReader::new(PositionedReader {
         file,
         at: from,
-        end: to,
+        end: from,
     });
-    reader.base = from;
-    // Reserve for lines of about 2 KB (Pi's lines are mostly longer), so the vectors rarely
-    // grow and copy; pages never written are never resident.
-    let expected = |bytes: u64| usize::try_from(bytes / 2048).unwrap_or(0);
-    let mut chunk = Chunk {
-        entries: Vec::with_capacity(expected(to - from)),
-        flags: EntryFlags::default(),
-        first_session: None,
-        malformed: 0,
-        line_count: 0,
-        continues: Vec::with_capacity(expected(to - from).div_ceil(64)),
-    };
+    let mut chunk = Chunk::expecting(to - from);
+    decode_lines(&mut reader, from, to, &mut chunk, line_test)?;
+    Ok(chunk)
+}
+
+impl Chunk {
+    /// An empty chunk, with room for the lines of about `bytes` bytes.
+    fn expecting(bytes: u64) -> Chunk {
+        // Reserve for lines of about 2 KB (Pi's lines are mostly longer), so the vectors
+        // rarely grow and copy; pages never written are never resident.
+        let expected = usize::try_from(bytes / 2048).unwrap_or(0);
+        Chunk {
+            entries: Vec::with_capacity(expected),
+            flags: EntryFlags::default(),
+            first_session: None,
+            malformed: 0,
+            line_count: 0,
+            continues: Vec::with_capacity(expected.div_ceil(64)),
+        }
+    }
+}
+
+/// Decode the lines in `[from, to)` of the reader's file (`from` a line start) and add them
+/// to `chunk`, which holds the lines right before them (or none).
+fn decode_lines(
+    reader: &mut LineReader<PositionedReader<'_>>,
+    from: u64,
+    to: u64,
+    chunk: &mut Chunk,
+    line_test: Option<&LineTest<'_>>,
+) -> std::io::Result<()> {
+    reader.restart(from, to);
     let mut memo = LineMemo::new();
     while let Some((offset, body, hay)) = reader.next_line()? {
         chunk.line_count += 1;
@@ -1503,7 +1658,7 @@ fn decode_chunk(
             chunk.malformed += 1;
         }
     }
-    Ok(chunk)
+    Ok(())
 }
 
 /// The slow light decode of a line the fast one left undecided: `None` when the line is
@@ -1560,6 +1715,17 @@ struct LineReader<R> {
     /// File offset of `buf[0]`.
     base: u64,
     eof: bool,
+}
+
+impl<'f> LineReader<PositionedReader<'f>> {
+    /// Read `[at, end)` of the same file next, keeping the buffer.
+    fn restart(&mut self, at: u64, end: u64) {
+        self.inner.at = at;
+        self.inner.end = end;
+        self.base = at;
+        (self.start, self.end, self.scanned, self.whole) = (0, 0, 0, 0);
+        self.eof = false;
+    }
 }
 
 impl<R: Read> LineReader<R> {
@@ -2092,6 +2258,86 @@ mod tests {
         assert_eq!(first.set(), &[(1, 3), (4, 8), (5, 5), (7, 1)]);
         let all: Vec<u64> = (0..9).map(|e| first.get(e)).collect();
         assert_eq!(all, vec![0, 3, 0, 0, 8, 5, 0, 1, u64::MAX]);
+    }
+
+    #[test]
+    fn pieces_taken_by_any_thread_decode_as_one_reader_does() {
+        // Lines of many lengths (some longer than a piece, so pieces cut inside them hold no
+        // line start), malformed, torn and blank lines, a second `session` line, and parents
+        // that are and are not the entry before.
+        let mut text = format!("{HEADER}\n");
+        for i in 0..600u32 {
+            match i % 97 {
+                13 => text.push_str("{torn\n"),
+                29 => text.push_str("\n   \n"),
+                41 => text.push_str("[1,2]\n"),
+                55 => text.push_str(&format!("{HEADER}\n")),
+                _ => {
+                    let parent = if i % 7 == 0 {
+                        i / 2
+                    } else {
+                        i.saturating_sub(1)
+                    };
+                    let filler =
+                        "y".repeat(((i * 37) % 300) as usize + if i % 50 == 3 { 9000 } else { 0 });
+                    text.push_str(&format!(
+                        r#"{{"type":"message","id":"e{i}","parentId":"e{parent}","message":{{"role":"user","content":"{filler}"}}}}"#
+                    ));
+                    text.push('\n');
+                }
+            }
+        }
+        text.push_str(r#"{"type":"label","id":"last","parentId":"e599"}"#);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        let len = text.len() as u64;
+        let test: &LineTest<'_> = &|line, _| u64::from(line.body().len() % 3 == 0);
+        let path = file.path();
+        let whole = fold_chunks(
+            path,
+            vec![(0, decode_chunk(file.as_file(), 0, len, Some(test)).unwrap())],
+            Decoded::empty(),
+        )
+        .unwrap();
+        assert!(whole.entries.len() > 500);
+        for ranges in 1..=4 {
+            for bytes in [1, 700, 5000, 40_000] {
+                let split = Pieces { ranges, bytes };
+                let chunks = decode_in_pieces(file.as_file(), 0, len, split, Some(test)).unwrap();
+                let pieced = fold_chunks(path, chunks, Decoded::empty()).unwrap();
+                let case = format!("{ranges} ranges of pieces of {bytes} bytes");
+                assert_eq!(pieced.entries, whole.entries, "{case}");
+                let lines = |d: &Decoded| d.entries.iter().map(|e| e.line_no).collect::<Vec<_>>();
+                assert_eq!(lines(&pieced), lines(&whole), "{case}");
+                assert_eq!(
+                    (pieced.skipped, pieced.lines, &pieced.header),
+                    (whole.skipped, whole.lines, &whole.header),
+                    "{case}"
+                );
+                assert_eq!(pieced.flags.set(), whole.flags.set(), "{case}");
+                assert_eq!(pieced.flags.tested(), whole.flags.tested(), "{case}");
+                assert_eq!(pieced.continues, whole.continues, "{case}");
+                // The index's chunks: one per thread range, starting at the first entry after
+                // each equal share of the bytes, wherever its pieces were decoded.
+                let firsts: Vec<u64> = pieced
+                    .entries
+                    .prefix_groups(pieced.entries.len())
+                    .iter()
+                    .map(|group| group[0][0].offset)
+                    .collect();
+                let mut expected = vec![whole.entries[0].offset];
+                for r in 1..ranges as u64 {
+                    let cut = len * r / ranges as u64;
+                    let first = whole.entries.iter().find(|e| e.offset > cut);
+                    if let Some(first) =
+                        first.filter(|f| Some(f.offset) != expected.last().copied())
+                    {
+                        expected.push(first.offset);
+                    }
+                }
+                assert_eq!(firsts, expected, "{case}");
+            }
+        }
     }
 
     #[test]
