@@ -1097,12 +1097,7 @@ pub(crate) fn chunk_of<'a>(slices: &[&'a [Entry]], before: Option<&'a Entry>) ->
         match entry.timestamp() {
             None => body.u(0),
             Some(ts) => {
-                let shared = ts
-                    .char_indices()
-                    .zip(previous_ts.chars())
-                    .take_while(|((_, a), b)| a == b)
-                    .last()
-                    .map_or(0, |((i, a), _)| i + a.len_utf8());
+                let shared = shared_prefix(ts, previous_ts);
                 body.u(shared as u64 + 1);
                 body.bytes(&ts.as_bytes()[shared..]);
                 previous_ts = ts;
@@ -1175,6 +1170,18 @@ pub(crate) fn chunk_of<'a>(slices: &[&'a [Entry]], before: Option<&'a Entry>) ->
     buf[..8].copy_from_slice(&len.to_le_bytes());
     buf[8..16].copy_from_slice(&sum.to_le_bytes());
     buf
+}
+
+/// The length in bytes of the longest common prefix of `a` and `b` made of whole
+/// characters. Compared a byte at a time, then cut back to a character boundary (the bytes
+/// before it are the same in both, so it is one in both): going a character at a time cost
+/// ≈ 100 cycles per timestamp of the skeleton.
+fn shared_prefix(a: &str, b: &str) -> usize {
+    let mut shared = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    while !a.is_char_boundary(shared) {
+        shared -= 1;
+    }
+    shared
 }
 
 /// The head section: which file and bytes the index covers, and the header.
@@ -1756,6 +1763,33 @@ fn session_path_of(index: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_prefix_ends_at_a_character_boundary() {
+        let by_chars = |a: &str, b: &str| {
+            a.char_indices()
+                .zip(b.chars())
+                .take_while(|((_, x), y)| x == y)
+                .last()
+                .map_or(0, |((i, x), _)| i + x.len_utf8())
+        };
+        let cases = [
+            ("2026-11-30T06:52:14.460Z", "2026-11-30T06:52:14.949Z", 20),
+            ("2026-11-30T06:52:14.460Z", "2026-11-30T06:52:14.460Z", 24),
+            ("", "2026", 0),
+            ("ab", "abc", 2),
+            // `é` and `è` share their first byte; `€` and `₤` their first two.
+            ("xé", "xè", 1),
+            ("a€b", "a₤b", 1),
+            ("日本", "日付", 3),
+            ("x", "", 0),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(shared_prefix(a, b), expected, "{a:?} {b:?}");
+            assert_eq!(shared_prefix(a, b), by_chars(a, b), "{a:?} {b:?}");
+            assert_eq!(shared_prefix(b, a), by_chars(b, a), "{b:?} {a:?}");
+        }
+    }
     use crate::session::Session;
 
     /// A small session whose index stays under its 10 % share.
