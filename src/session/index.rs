@@ -1763,6 +1763,7 @@ fn session_path_of(index: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::Session;
 
     #[test]
     fn a_shared_prefix_ends_at_a_character_boundary() {
@@ -1790,7 +1791,6 @@ mod tests {
             assert_eq!(shared_prefix(b, a), by_chars(b, a), "{b:?} {a:?}");
         }
     }
-    use crate::session::Session;
 
     /// A small session whose index stays under its 10 % share.
     fn session_file(dir: &Path, entries: usize) -> PathBuf {

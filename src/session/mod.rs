@@ -1421,9 +1421,9 @@ struct Pieces {
 /// it), and the pieces into `split.ranges` ranges of consecutive pieces, one per thread.
 /// Each thread decodes its own range from the front into one chunk, then takes the pieces
 /// left in the others from their back, one chunk each, until none is left. Fixed ranges, one
-/// per thread, had left one thread waiting for the other by 2–40 ms of a ≈ 45 ms decode:
-/// the cores of this kind of machine do not run equally fast, and a session's lines are not
-/// equally dense everywhere.
+/// per thread, often left one thread waiting for the other for a tenth to a third of the
+/// decode: the cores of this kind of machine do not run equally fast, and a session's lines
+/// are not equally dense everywhere.
 #[allow(clippy::expect_used, reason = "a decoding thread does not panic")]
 fn decode_in_pieces(
     file: &File,
