@@ -832,7 +832,6 @@ fn line_hits_in_parts(
     stop: Option<&AtomicBool>,
 ) -> std::io::Result<Vec<Vec<u64>>> {
     use std::os::unix::fs::FileExt;
-    use std::sync::atomic::AtomicU64;
     let block = block.max(1) as u64;
     // A match starting in a piece ends within it and this many bytes after it.
     let overlap = match_reach(
@@ -845,27 +844,9 @@ fn line_hits_in_parts(
     // At most 2^32 pieces: the two ends of the pieces not yet taken share one word.
     let block = block.max((to - from).div_ceil(u64::from(u32::MAX)));
     let pieces = (to - from).div_ceil(block);
-    // The first piece not taken (low half) and the one after the last not taken (high half).
-    let left = AtomicU64::new(pieces << 32);
     // The next piece from the front, or (`from_back`) from the back.
-    let take = |from_back: bool| -> Option<u64> {
-        let mut now = left.load(Ordering::Relaxed);
-        loop {
-            let (front, back) = (now & u64::from(u32::MAX), now >> 32);
-            if front >= back {
-                return None;
-            }
-            let (k, then) = if from_back {
-                (back - 1, (back - 1) << 32 | front)
-            } else {
-                (front, back << 32 | (front + 1))
-            };
-            match left.compare_exchange_weak(now, then, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return Some(k),
-                Err(seen) => now = seen,
-            }
-        }
-    };
+    let left = crate::threads::PieceRange::new(0, pieces);
+    let take = |from_back: bool| left.take(from_back);
     let work = |from_back: bool| -> std::io::Result<Vec<(u64, Piece)>> {
         let mut done = Vec::new();
         let mut buf: Vec<u8> = Vec::new();

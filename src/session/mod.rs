@@ -1432,7 +1432,7 @@ fn decode_in_pieces(
     split: Pieces,
     line_test: Option<&LineTest<'_>>,
 ) -> std::io::Result<Vec<(usize, Chunk)>> {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use crate::threads::PieceRange;
     let ranges = split.ranges.max(1);
     let ranges_u64 = ranges as u64;
     // A multiple of `ranges`, so each range starts where the chunk of one thread of equal
@@ -1449,30 +1449,11 @@ fn decode_in_pieces(
         let cut = u128::from(to - from) * u128::from(k) / u128::from(pieces);
         line_start_after(file, from + cut as u64, to)
     };
-    // Per range, the first piece not taken (low half) and the one after the last not taken
-    // (high half).
-    let left: Vec<AtomicU64> = (0..ranges_u64)
-        .map(|r| AtomicU64::new((pieces * (r + 1) / ranges_u64) << 32 | (pieces * r / ranges_u64)))
+    // The pieces of each range not taken yet.
+    let left: Vec<PieceRange> = (0..ranges_u64)
+        .map(|r| PieceRange::new(pieces * r / ranges_u64, pieces * (r + 1) / ranges_u64))
         .collect();
-    let take = |range: usize, from_back: bool| -> Option<u64> {
-        let slot = &left[range];
-        let mut now = slot.load(Ordering::Relaxed);
-        loop {
-            let (front, back) = (now & u64::from(u32::MAX), now >> 32);
-            if front >= back {
-                return None;
-            }
-            let (k, then) = if from_back {
-                (back - 1, (back - 1) << 32 | front)
-            } else {
-                (front, back << 32 | (front + 1))
-            };
-            match slot.compare_exchange_weak(now, then, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return Some(k),
-                Err(seen) => now = seen,
-            }
-        }
-    };
+    let take = |range: usize, from_back: bool| left[range].take(from_back);
     let work = |own: usize| -> std::io::Result<Vec<(u64, usize, Chunk)>> {
         let mut reader = LineReader::new(PositionedReader {
             file,
@@ -1499,10 +1480,9 @@ fn decode_in_pieces(
         }
         // Then the pieces left in the other ranges, from the back of the one with most left.
         loop {
-            let most_left = (0..ranges).filter(|&r| r != own).max_by_key(|&r| {
-                let now = left[r].load(Ordering::Relaxed);
-                (now >> 32).saturating_sub(now & u64::from(u32::MAX))
-            });
+            let most_left = (0..ranges)
+                .filter(|&r| r != own)
+                .max_by_key(|&r| left[r].left());
             let Some(k) = most_left.and_then(|r| take(r, true).map(|k| (r, k))) else {
                 break;
             };
