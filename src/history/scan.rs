@@ -844,9 +844,9 @@ fn line_hits_in_parts(
     // At most 2^32 pieces: the two ends of the pieces not yet taken share one word.
     let block = block.max((to - from).div_ceil(u64::from(u32::MAX)));
     let pieces = (to - from).div_ceil(block);
-    // The next piece from the front, or (`from_back`) from the back.
+    // The pieces not taken yet: a thread takes the next from the front, or (`from_back`)
+    // from the back.
     let left = crate::threads::PieceRange::new(0, pieces);
-    let take = |from_back: bool| left.take(from_back);
     let work = |from_back: bool| -> std::io::Result<Vec<(u64, Piece)>> {
         let mut done = Vec::new();
         let mut buf: Vec<u8> = Vec::new();
@@ -857,7 +857,7 @@ fn line_hits_in_parts(
                     "the scan's answer is no longer wanted",
                 ));
             }
-            let Some(k) = take(from_back) else {
+            let Some(k) = left.take(from_back) else {
                 return Ok(done);
             };
             let lo = from + k * block;

@@ -1453,7 +1453,6 @@ fn decode_in_pieces(
     let left: Vec<PieceRange> = (0..ranges_u64)
         .map(|r| PieceRange::new(pieces * r / ranges_u64, pieces * (r + 1) / ranges_u64))
         .collect();
-    let take = |range: usize, from_back: bool| left[range].take(from_back);
     let work = |own: usize| -> std::io::Result<Vec<(u64, usize, Chunk)>> {
         let mut reader = LineReader::new(PositionedReader {
             file,
@@ -1463,7 +1462,7 @@ fn decode_in_pieces(
         let mut done = Vec::new();
         // The own range's chunk, and where its lines end.
         let mut front: Option<(u64, Chunk, u64)> = None;
-        while let Some(k) = take(own, false) {
+        while let Some(k) = left[own].take(false) {
             let (start, end) = match &front {
                 Some((_, _, end)) => (*end, start_of(k + 1)?),
                 None => (start_of(k)?, start_of(k + 1)?),
@@ -1483,7 +1482,7 @@ fn decode_in_pieces(
             let most_left = (0..ranges)
                 .filter(|&r| r != own)
                 .max_by_key(|&r| left[r].left());
-            let Some(k) = most_left.and_then(|r| take(r, true).map(|k| (r, k))) else {
+            let Some(k) = most_left.and_then(|r| left[r].take(true).map(|k| (r, k))) else {
                 break;
             };
             let (range, k) = k;
