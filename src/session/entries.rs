@@ -185,7 +185,7 @@ mod tests {
     use crate::session::{EntryKind, Lineage};
 
     fn entry(n: u64) -> Entry {
-        let lineage = Lineage::new(Some(format!("e{n}").into()), None, None);
+        let lineage = Lineage::new(Some(format!("e{n}").as_str()), None, None);
         Entry::new(n, n * 10, 9, false, lineage, EntryKind::Label)
     }
 
@@ -238,7 +238,7 @@ mod tests {
     fn a_parent_kept_as_the_entry_before_reads_across_parts() {
         // e1's parent is e0, the entry before it, whether or not that is known when e1 is made.
         let child = |before: Option<&Entry>| {
-            let lineage = Lineage::new(Some("e1".into()), Some("e0".into()), before);
+            let lineage = Lineage::new(Some("e1"), Some("e0"), before);
             Entry::new(1, 10, 9, false, lineage, EntryKind::Label)
         };
         let root = entry(0);

@@ -192,7 +192,7 @@ fn hostile_line() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec((key(), value()), 0..4),
         content,
         value(),
-        (0usize..6, 100usize..135),
+        (0usize..8, 100usize..135),
         ws(),
         prop::option::weighted(0.1, any::<prop::sample::Index>()),
         prop::option::weighted(0.3, (any::<prop::sample::Index>(), defect())),
@@ -218,12 +218,20 @@ fn hostile_line() -> impl Strategy<Value = Vec<u8>> {
                     out.extend(b"\"nestedCalls\":{\"calls\":[]},");
                 }
                 out.extend(b"\"content\":");
-                if nest == 1 {
-                    out.extend("[".repeat(depth).into_bytes());
+                // Deep nesting around the content, of arrays or of objects, at and around
+                // the limit.
+                match nest {
+                    1 => out.extend("[".repeat(depth).into_bytes()),
+                    2 => out.extend("{\"k\":".repeat(depth).into_bytes()),
+                    3 => out.extend("[{\"k\":".repeat(depth / 2).into_bytes()),
+                    _ => {}
                 }
                 out.extend(content);
-                if nest == 1 {
-                    out.extend("]".repeat(depth).into_bytes());
+                match nest {
+                    1 => out.extend("]".repeat(depth).into_bytes()),
+                    2 => out.extend("}".repeat(depth).into_bytes()),
+                    3 => out.extend("}]".repeat(depth / 2).into_bytes()),
+                    _ => {}
                 }
                 out.extend(b"}}");
                 out.extend(space);

@@ -326,6 +326,30 @@ unsafe fn flagged_sse2(b: &[u8], at: usize) -> u32 {
     }
 }
 
+/// The index of the first byte at or after `i` that is not an ASCII digit (or the length),
+/// eight bytes at a time: most numbers of a line (token counts, costs, times in
+/// milliseconds) are several digits long, and a byte at a time was a tenth of the light
+/// decode's instructions on a session of short lines.
+#[inline]
+fn digits_end(b: &[u8], mut i: usize) -> usize {
+    while i + 8 <= b.len() {
+        // Per byte, `t` is its distance above `0`: a digit's is 0–9, which neither has the
+        // high bit set nor reaches it by adding 0x76; any other byte's does one or the other.
+        // A borrow or carry only crosses into bytes above a non-digit, so the lowest flagged
+        // byte is the first non-digit.
+        let t = word(b, i).wrapping_sub(LO * u64::from(b'0'));
+        let non_digits = (t | t.wrapping_add(LO * 0x76)) & HI;
+        if non_digits != 0 {
+            return i + (non_digits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
@@ -601,12 +625,7 @@ impl<'a> Parser<'a> {
         if b.get(i) == Some(&b'-') {
             i += 1;
         }
-        let digits = |mut i: usize| {
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            i
-        };
+        let digits = |i: usize| digits_end(b, i);
         let int_start = i;
         match b.get(i) {
             Some(b'0') => i += 1,
@@ -691,8 +710,8 @@ impl<'a> Parser<'a> {
         self.object(|p, key| {
             match key {
                 Key::Type => entry.kind = p.loose_name()?,
-                Key::Id => entry.id = p.loose_string()?,
-                Key::ParentId => entry.parent_id = p.loose_string()?,
+                Key::Id => entry.id = p.loose_name()?,
+                Key::ParentId => entry.parent_id = p.loose_name()?,
                 Key::Timestamp => entry.timestamp = p.loose_name()?,
                 Key::CustomType => entry.custom_type = p.loose_string()?,
                 Key::Data => entry.data_window_id = p.data()?,
@@ -875,6 +894,77 @@ mod tests {
             assert!(super::super::parse_value(line.as_bytes()).is_none_or(|v| !v.is_object()));
         }
         assert!(matches!(decode(b"{\"a\":\"\xff\"}"), Light::Malformed));
+    }
+
+    /// Every byte value at every offset of a word, after runs of digits of every length.
+    #[test]
+    fn the_digits_end_where_a_byte_at_a_time_says() {
+        for before in 0..20 {
+            for byte in 0..=255u8 {
+                for after in 0..10 {
+                    let line =
+                        [&b"7".repeat(before)[..], &[byte], &b"3".repeat(after)[..]].concat();
+                    for from in 0..=before {
+                        let mut i = from;
+                        while line.get(i).is_some_and(u8::is_ascii_digit) {
+                            i += 1;
+                        }
+                        assert_eq!(digits_end(&line, from), i, "{line:?} from {from}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Values no field is read from are skipped without reading their keys, and must be
+    /// judged as the full decode judges them: brackets that do not pair, members
+    /// without keys or values, stray commas, and nesting up to and past the limit.
+    #[test]
+    fn skipped_values_are_judged_as_the_full_decode_judges_them() {
+        let deep = |n: usize| ["[".repeat(n), "]".repeat(n)].concat();
+        let deep_objects = |n: usize| ["{\"k\":".repeat(n), "1".into(), "}".repeat(n)].concat();
+        let mut values: Vec<String> = [
+            "[]",
+            "{}",
+            "[[],{}]",
+            "{\"a\":{}}",
+            " [ 1 , { \"a\" : [ ] } ] ",
+            "{\"a\\\"b\":1}",
+            "[{\"a\":1]}",
+            "{\"a\":[1}]",
+            "[1 2]",
+            "{\"a\" 1}",
+            "{\"a\":}",
+            "{,}",
+            "[,1]",
+            "{\"a\":1,\"b\"}",
+            "{1:2}",
+            "[tru]",
+            "[nul]",
+            "[-]",
+            "{\"a\":1}}",
+            "[[]",
+            "[1,]",
+            "{\"a\":1,}",
+            "[\"x\"\"y\"]",
+            "{\"a\":[true,false,null,-0.5e3,\"\\u00e9\"]}",
+        ]
+        .map(String::from)
+        .to_vec();
+        // The line's object and `usage` hold the value at depth 2.
+        values.extend([
+            deep(125),
+            deep(126),
+            deep(127),
+            deep_objects(126),
+            deep_objects(127),
+        ]);
+        for value in values {
+            let line = format!("{{\"type\":\"x\",\"usage\":{value},\"id\":\"a\"}}");
+            let valid = super::super::parse_value(line.as_bytes()).is_some_and(|v| v.is_object());
+            let expected = if valid { "entry" } else { "malformed" };
+            assert_eq!(verdict(&line), expected, "{value}");
+        }
     }
 
     #[test]

@@ -290,17 +290,18 @@ pub enum Lineage {
 
 impl Lineage {
     /// The lineage of an entry with `id` and `parent`, coming right after `before` in the
-    /// file (`None` for the first entry, or when not known).
-    pub fn new(
-        id: Option<CompactString>,
-        parent: Option<CompactString>,
+    /// file (`None` for the first entry, or when not known). Takes the ids borrowed or owned:
+    /// a parent that is the entry before is only compared, never copied.
+    pub fn new<S: AsRef<str> + Into<CompactString>>(
+        id: Option<S>,
+        parent: Option<S>,
         before: Option<&Entry>,
     ) -> Lineage {
         match (id, parent) {
-            (Some(id), Some(parent)) if before.and_then(Entry::id) == Some(parent.as_str()) => {
-                Lineage::Continues(id)
+            (Some(id), Some(parent)) if before.and_then(Entry::id) == Some(parent.as_ref()) => {
+                Lineage::Continues(id.into())
             }
-            (id, parent) => Lineage::Other(Box::new((id, parent))),
+            (id, parent) => Lineage::Other(Box::new((id.map(Into::into), parent.map(Into::into)))),
         }
     }
 }
@@ -1593,7 +1594,7 @@ fn decode_lines(
                 if chunk.first_session.is_none() {
                     chunk.first_session = Some(FirstSession {
                         entries_before: chunk.entries.len(),
-                        id: raw.id.take().map(String::from),
+                        id: raw.id.take().map(Cow::into_owned),
                         version: if raw.version_present {
                             raw.version.unwrap_or(1)
                         } else {

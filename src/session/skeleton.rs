@@ -26,8 +26,10 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 #[derive(Debug, Default)]
 pub(crate) struct RawEntry<'de> {
     pub kind: Option<Cow<'de, str>>,
-    pub id: Option<CompactString>,
-    pub parent_id: Option<CompactString>,
+    /// Borrowed from the line where it holds no escape, like the other names: an entry keeps
+    /// its own id, and its parent's only when that is not the entry before it.
+    pub id: Option<Cow<'de, str>>,
+    pub parent_id: Option<Cow<'de, str>>,
     /// Borrowed from the line (only a `custom` entry's and the header's are kept).
     pub timestamp: Option<Cow<'de, str>>,
     pub custom_type: Option<CompactString>,
@@ -226,7 +228,7 @@ impl<'de> Visitor<'de> for LooseNameVisitor {
 
 /// The top-level and nested keys we care about, decoded without allocating (also by the
 /// light decoder).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Key {
     Type,
     Id,
@@ -248,24 +250,58 @@ pub(super) enum Key {
 }
 
 impl Key {
+    /// The key `raw` names. Compared as one or two machine words per key length instead of
+    /// byte strings: a line of a session holds some forty keys, and the byte-string match
+    /// called `memcmp` for each (≈ 4 % of a cold read of a session of short lines).
     pub(super) fn of(raw: &[u8]) -> Key {
-        match raw {
-            b"type" => Key::Type,
-            b"id" => Key::Id,
-            b"parentId" => Key::ParentId,
-            b"timestamp" => Key::Timestamp,
-            b"customType" => Key::CustomType,
-            b"data" => Key::Data,
-            b"message" => Key::Message,
-            b"version" => Key::Version,
-            b"role" => Key::Role,
-            b"content" => Key::Content,
-            b"toolCallId" => Key::ToolCallId,
-            b"toolName" => Key::ToolName,
-            b"name" => Key::Name,
-            b"text" => Key::Text,
-            b"windowId" => Key::WindowId,
-            b"nestedCalls" => Key::NestedCalls,
+        /// The key's length and its bytes as two words: the first 8 (or 4) and the last 4,
+        /// which together cover every byte of a key of 4 to 12 bytes, so keys of one length
+        /// with equal words are equal.
+        const fn words(k: &[u8]) -> (usize, u64, u32) {
+            let n = k.len();
+            let tail = u32::from_le_bytes([k[n - 4], k[n - 3], k[n - 2], k[n - 1]]);
+            let head = if n >= 8 {
+                u64::from_le_bytes([k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]])
+            } else {
+                u32::from_le_bytes([k[0], k[1], k[2], k[3]]) as u64
+            };
+            (n, head, tail)
+        }
+        const TYPE: (usize, u64, u32) = words(b"type");
+        const DATA: (usize, u64, u32) = words(b"data");
+        const ROLE: (usize, u64, u32) = words(b"role");
+        const NAME: (usize, u64, u32) = words(b"name");
+        const TEXT: (usize, u64, u32) = words(b"text");
+        const MESSAGE: (usize, u64, u32) = words(b"message");
+        const VERSION: (usize, u64, u32) = words(b"version");
+        const CONTENT: (usize, u64, u32) = words(b"content");
+        const PARENT_ID: (usize, u64, u32) = words(b"parentId");
+        const TOOL_NAME: (usize, u64, u32) = words(b"toolName");
+        const WINDOW_ID: (usize, u64, u32) = words(b"windowId");
+        const TIMESTAMP: (usize, u64, u32) = words(b"timestamp");
+        const CUSTOM_TYPE: (usize, u64, u32) = words(b"customType");
+        const TOOL_CALL_ID: (usize, u64, u32) = words(b"toolCallId");
+        const NESTED_CALLS: (usize, u64, u32) = words(b"nestedCalls");
+        match raw.len() {
+            2 if raw == b"id" => Key::Id,
+            4..=12 => match words(raw) {
+                TYPE => Key::Type,
+                DATA => Key::Data,
+                ROLE => Key::Role,
+                NAME => Key::Name,
+                TEXT => Key::Text,
+                MESSAGE => Key::Message,
+                VERSION => Key::Version,
+                CONTENT => Key::Content,
+                PARENT_ID => Key::ParentId,
+                TOOL_NAME => Key::ToolName,
+                WINDOW_ID => Key::WindowId,
+                TIMESTAMP => Key::Timestamp,
+                CUSTOM_TYPE => Key::CustomType,
+                TOOL_CALL_ID => Key::ToolCallId,
+                NESTED_CALLS => Key::NestedCalls,
+                _ => Key::Other,
+            },
             _ => Key::Other,
         }
     }
@@ -304,8 +340,8 @@ impl<'de> Visitor<'de> for EntryVisitor {
         while let Some(key) = map.next_key_seed(KeySeed)? {
             match key {
                 Key::Type => entry.kind = map.next_value_seed(LooseName)?,
-                Key::Id => entry.id = map.next_value_seed(LooseString)?,
-                Key::ParentId => entry.parent_id = map.next_value_seed(LooseString)?,
+                Key::Id => entry.id = map.next_value_seed(LooseName)?,
+                Key::ParentId => entry.parent_id = map.next_value_seed(LooseName)?,
                 Key::Timestamp => entry.timestamp = map.next_value_seed(LooseName)?,
                 Key::CustomType => entry.custom_type = map.next_value_seed(LooseString)?,
                 Key::Data => entry.data_window_id = map.next_value_seed(DataSeed)?,
@@ -573,6 +609,74 @@ impl<'de> DeserializeSeed<'de> for TextProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Key::of` compares machine words: it must name exactly the keys a byte-string match
+    /// names, for the keys themselves, their prefixes, extensions and overlaps (`textext`
+    /// begins and ends with `text`), and keys that differ in one byte anywhere.
+    #[test]
+    fn keys_are_named_as_a_byte_string_match_names_them() {
+        fn reference(raw: &[u8]) -> Key {
+            match raw {
+                b"type" => Key::Type,
+                b"id" => Key::Id,
+                b"parentId" => Key::ParentId,
+                b"timestamp" => Key::Timestamp,
+                b"customType" => Key::CustomType,
+                b"data" => Key::Data,
+                b"message" => Key::Message,
+                b"version" => Key::Version,
+                b"role" => Key::Role,
+                b"content" => Key::Content,
+                b"toolCallId" => Key::ToolCallId,
+                b"toolName" => Key::ToolName,
+                b"name" => Key::Name,
+                b"text" => Key::Text,
+                b"windowId" => Key::WindowId,
+                b"nestedCalls" => Key::NestedCalls,
+                _ => Key::Other,
+            }
+        }
+        let names: [&[u8]; 16] = [
+            b"type",
+            b"id",
+            b"parentId",
+            b"timestamp",
+            b"customType",
+            b"data",
+            b"message",
+            b"version",
+            b"role",
+            b"content",
+            b"toolCallId",
+            b"toolName",
+            b"name",
+            b"text",
+            b"windowId",
+            b"nestedCalls",
+        ];
+        let mut keys: Vec<Vec<u8>> = vec![b"".to_vec(), b"textext".to_vec(), b"typetype".to_vec()];
+        for a in names {
+            for b in names {
+                keys.push([a, b].concat());
+                keys.push([a, &b[b.len().min(a.len()) / 2..]].concat());
+            }
+            for n in 0..=a.len() {
+                keys.push(a[..n].to_vec());
+                keys.push(a[n..].to_vec());
+            }
+            for at in 0..a.len() {
+                let mut k = a.to_vec();
+                k[at] ^= 0x20;
+                keys.push(k.clone());
+                k[at] ^= 0x21;
+                keys.push(k);
+            }
+        }
+        for k in &keys {
+            assert_eq!(Key::of(k), reference(k), "{}", String::from_utf8_lossy(k));
+        }
+        assert!(names.iter().all(|n| Key::of(n) != Key::Other));
+    }
 
     #[test]
     fn decodes_assistant_tool_calls_and_text_presence() {
