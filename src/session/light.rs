@@ -625,17 +625,16 @@ impl<'a> Parser<'a> {
         if b.get(i) == Some(&b'-') {
             i += 1;
         }
-        let digits = |i: usize| digits_end(b, i);
         let int_start = i;
         match b.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => i = digits(i),
+            Some(b'1'..=b'9') => i = digits_end(b, i),
             _ => return Err(Stop::Bad),
         }
         let int_digits = i - int_start;
         if b.get(i) == Some(&b'.') {
             let at = i + 1;
-            i = digits(at);
+            i = digits_end(b, at);
             if i == at {
                 return Err(Stop::Bad);
             }
@@ -648,7 +647,7 @@ impl<'a> Parser<'a> {
                 i += 1;
             }
             let at = i;
-            i = digits(at);
+            i = digits_end(b, at);
             if i == at {
                 return Err(Stop::Bad);
             }
