@@ -790,6 +790,16 @@ fn encode_side<'a>(
     Some(out)
 }
 
+/// The default leaf's id (the file's last entry) as the side data `side` stored beside
+/// `projection` has it: `None` when the side is not valid or not that projection's.
+pub fn stored_leaf(side: &[u8], projection: &Projection) -> Option<String> {
+    let side = decode_side(side)?;
+    (side.highest_seq == projection.highest_seq
+        && side.events == projection.event_count()
+        && side.lines == projection.line_count())
+    .then_some(side.leaf)
+}
+
 fn decode_side(bytes: &[u8]) -> Option<Side<'_>> {
     let mut r = Reader { buf: bytes, at: 0 };
     if r.take(SIDE_TAG.len())? != SIDE_TAG {
@@ -986,6 +996,11 @@ fn read_windows(r: &mut Reader<'_>) -> Option<Vec<Window>> {
 }
 
 impl Delta {
+    /// The default leaf's id once the delta's lines are added: the file's last entry.
+    pub fn leaf(&self) -> &str {
+        &self.leaf
+    }
+
     /// The encoding (see the type docs); `None` when a value does not fit its width.
     pub fn encode(&self) -> Option<Vec<u8>> {
         let mut out = Vec::with_capacity(

@@ -830,6 +830,16 @@ fn answers(
     queries: &[String],
     mode: &IndexMode<'_>,
 ) -> (Vec<String>, Vec<String>) {
+    answers_at(path, None, queries, mode)
+}
+
+/// [`answers`] on the branch ending at `leaf` (default: the last entry).
+fn answers_at(
+    path: &std::path::Path,
+    leaf: Option<&str>,
+    queries: &[String],
+    mode: &IndexMode<'_>,
+) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
     let mut uses = Vec::new();
     let mut push = |r: Result<super::Rendered, super::HistoryError>| match r {
@@ -845,18 +855,18 @@ fn answers(
         }
         Err(e) => out.push(format!("{:?}", e.to_refusal())),
     };
-    push(super::windows(path, None, mode));
-    push(super::list(path, None, &ListOptions::default(), mode));
+    push(super::windows(path, leaf, mode));
+    push(super::list(path, leaf, &ListOptions::default(), mode));
     let tools = ListOptions {
         roles: Some(vec![EventRole::Tool]),
         limit: 7,
         max_chars_per_item: 30,
         ..ListOptions::default()
     };
-    push(super::list(path, None, &tools, mode));
+    push(super::list(path, leaf, &tools, mode));
     push(super::search(
         path,
-        None,
+        leaf,
         queries,
         &ListOptions {
             limit: 50,
@@ -865,9 +875,19 @@ fn answers(
         mode,
     ));
     for seq in [1, 2, 3, 5, 8, 13] {
-        push(super::read(path, None, &ReadOptions::new(seq), mode));
+        push(super::read(path, leaf, &ReadOptions::new(seq), mode));
     }
     (out, uses)
+}
+
+/// The id of the last entry of a session's text (its last line that is an object other
+/// than a `session` line), when it has one.
+fn last_entry_id(text: &str) -> Option<String> {
+    text.lines()
+        .rev()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|entry| entry.is_object() && entry["type"] != "session")
+        .and_then(|entry| entry["id"].as_str().map(str::to_string))
 }
 
 proptest! {
@@ -1446,7 +1466,7 @@ fn extended_in_place(path: &std::path::Path, cache: &std::path::Path) -> bool {
         dir: cache,
         now: std::time::SystemTime::UNIX_EPOCH,
     };
-    match super::open_reused(path, &mode).unwrap() {
+    match super::open_reused(path, None, &mode).unwrap() {
         Some(opened) if opened.index == super::IndexUse::Extended => {
             let plain = open(path, None).unwrap();
             assert_eq!(
@@ -1502,6 +1522,12 @@ proptest! {
             let (plain, _) = answers(&path, &queries, &IndexMode::Off);
             let (indexed, _) = answers(&path, &queries, &mode);
             prop_assert_eq!(&plain, &indexed);
+            // As the Pi extension asks: the leaf named, the last entry (the same branch),
+            // through the same index as the calls without it.
+            if let Some(last) = last_entry_id(&now) {
+                let (named, _) = answers_at(&path, Some(&last), &queries, &mode);
+                prop_assert_eq!(&plain, &named);
+            }
         }
     }
 }

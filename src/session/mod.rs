@@ -781,6 +781,18 @@ pub struct Reopened {
     /// The complete lines appended since the index (with its growth file) was written;
     /// `None` when it covers every complete line.
     pub appended: Option<Appended>,
+    /// How to read the index's side data when no line was appended (else `appended` has it).
+    grow: Option<index::Grow>,
+}
+
+impl Reopened {
+    /// The side data stored with the index's extra data (checked, mapped), if any.
+    pub fn side(&self) -> Option<mapped::Mapped> {
+        match &self.appended {
+            Some(appended) => appended.side(),
+            None => self.grow.as_ref()?.side(),
+        }
+    }
 }
 
 /// The complete lines appended to a session since its index was written, decoded, and what
@@ -884,7 +896,7 @@ impl SessionFile {
             skipped: peeked.skipped,
             ..Decoded::default()
         };
-        let mut appended = None;
+        let (mut appended, mut grow) = (None, None);
         if peeked.indexed < peeked.complete {
             let mut decoded =
                 decode_range(path, &file, peeked.indexed, peeked.complete, None, so_far)?;
@@ -902,6 +914,8 @@ impl SessionFile {
                 grow: peeked.grow,
                 chunk: std::cell::OnceCell::new(),
             });
+        } else {
+            grow = Some(peeked.grow);
         }
         let tail = decode_range(path, &file, peeked.complete, size, None, so_far)?;
         if !tail.entries.is_empty() {
@@ -920,6 +934,7 @@ impl SessionFile {
             extra: peeked.extra,
             delta: peeked.delta,
             appended,
+            grow,
         }))
     }
 

@@ -1272,6 +1272,114 @@ fn answers_are_identical_with_and_without_the_index_on_every_fixture() {
     }
 }
 
+/// The id of the last entry of a session file (its last line that is an object other than a
+/// `session` line), when it has one.
+fn last_entry_id(session: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(session).unwrap();
+    text.lines()
+        .rev()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|entry| entry.is_object() && entry["type"] != "session")
+        .and_then(|entry| entry["id"].as_str().map(str::to_string))
+}
+
+/// The Pi extension names the leaf on every history call, and it is nearly always the
+/// session's last entry: such a call is the default leaf's. It writes the index file a call
+/// without `--leaf` writes (with the stored projection), is answered from it (`reused`) and
+/// extends it in place after an append (`extended`), answering as the call without it.
+#[test]
+fn naming_the_last_entry_as_the_leaf_is_the_default_leaf_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = dir.path().join("named.jsonl");
+    let full = std::fs::read(fixture("large-real.jsonl")).unwrap();
+    let cut = full.len() * 2 / 3;
+    let cut = cut + full[cut..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    std::fs::write(&session, &full[..cut]).unwrap();
+    let (default_cache, named_cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let index_files = |cache: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(cache.join("history"))
+            .unwrap()
+            .map(|f| {
+                let f = f.unwrap();
+                (
+                    f.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(f.path()).unwrap(),
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    for (step, expected) in [(0, "built"), (1, "reused"), (2, "extended"), (3, "reused")] {
+        if step == 2 {
+            std::fs::write(&session, &full).unwrap();
+        }
+        let leaf = last_entry_id(&session).unwrap();
+        for (command, request) in INDEX_CALLS {
+            let by_default = hist_cached(command, &session, default_cache.path(), &[], request);
+            let named = hist_cached(
+                command,
+                &session,
+                named_cache.path(),
+                &["--leaf", &leaf],
+                request,
+            );
+            assert_eq!(named.code, by_default.code, "{step} {command} {request}");
+            assert_eq!(
+                named.stdout, by_default.stdout,
+                "{step} {command} {request}"
+            );
+            if named.code == 0 && *command == "history-windows" {
+                assert_eq!(without_index(&named).1, expected, "{step}");
+            }
+        }
+        let (named_files, default_files) = (
+            index_files(named_cache.path()),
+            index_files(default_cache.path()),
+        );
+        let names = |files: &[(String, Vec<u8>)]| -> Vec<(String, usize)> {
+            files
+                .iter()
+                .map(|(name, bytes)| (name.clone(), bytes.len()))
+                .collect()
+        };
+        assert!(
+            named_files == default_files,
+            "step {step}: the cache files differ: {:?} vs {:?}",
+            names(&named_files),
+            names(&default_files)
+        );
+    }
+    // Another leaf is still its own branch, answered through the skeleton.
+    let other = hist_cached(
+        "history-windows",
+        &session,
+        named_cache.path(),
+        &["--leaf", "c6ab0702"],
+        "{}",
+    );
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    let plain = hist_cached(
+        "history-windows",
+        &session,
+        named_cache.path(),
+        &["--leaf", "c6ab0702", "--no-index"],
+        "{}",
+    );
+    assert_eq!(without_index(&other).0, without_index(&plain).0);
+    assert_ne!(
+        without_index(&other).0,
+        without_index(&hist_cached(
+            "history-windows",
+            &session,
+            named_cache.path(),
+            &[],
+            "{}"
+        ))
+        .0
+    );
+}
+
 #[test]
 fn a_growing_session_is_answered_alike_with_and_without_the_index() {
     let dir = tempfile::tempdir().unwrap();
