@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{pi_context, run};
+use crate::support::{files_in, pi_context, run};
 
 const SHELLS: &[(&str, &str)] = &[
     ("bash", "pi-context.bash"),
@@ -212,18 +212,7 @@ fn rendered_man_pages() -> Vec<(String, Vec<u8>)> {
     use clap::CommandFactory;
     let dir = tempfile::tempdir().unwrap();
     clap_mangen::generate_to(pi_context::cli::Cli::command(), dir.path()).unwrap();
-    let mut pages: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().into_string().unwrap(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    pages.sort();
-    pages
+    files_in(dir.path())
 }
 
 fn checked_in_pages(dir: &Path) -> Vec<String> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use pi_context::history::{self, EventRole, ListOptions, ReadOptions};
 use serde_json::{Value, json};
 
-use crate::support::{Normaliser, Run, pi_context, run};
+use crate::support::{Normaliser, Run, files_in, pi_context, run};
 
 const FIXTURES: &[&str] = &[
     "basic.jsonl",
@@ -1296,20 +1296,7 @@ fn naming_the_last_entry_as_the_leaf_is_the_default_leaf_through_the_index() {
     let cut = cut + full[cut..].iter().position(|&b| b == b'\n').unwrap() + 1;
     std::fs::write(&session, &full[..cut]).unwrap();
     let (default_cache, named_cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let index_files = |cache: &Path| -> Vec<(String, Vec<u8>)> {
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(cache.join("history"))
-            .unwrap()
-            .map(|f| {
-                let f = f.unwrap();
-                (
-                    f.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(f.path()).unwrap(),
-                )
-            })
-            .collect();
-        files.sort();
-        files
-    };
+    let index_files = |cache: &Path| files_in(&cache.join("history"));
     for (step, expected) in [(0, "built"), (1, "reused"), (2, "extended"), (3, "reused")] {
         if step == 2 {
             std::fs::write(&session, &full).unwrap();

@@ -50,6 +50,22 @@ impl Run {
     }
 }
 
+/// Every file directly in `dir`, as `(file name, bytes)`, sorted by name.
+pub fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                std::fs::read(entry.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// Run `cmd` with `stdin` and capture everything. A JSON envelope on stdout is checked
 /// against the command's checked-in response schema ([`check_envelope`]).
 pub fn run(mut cmd: Command, stdin: &str) -> Run {
