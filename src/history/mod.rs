@@ -285,10 +285,25 @@ fn reopen(path: &Path, index: &IndexMode<'_>) -> Result<Option<Reopened>, Histor
 /// the index's skeleton and rebuilt the projection (30–40 ms on a 100 MiB session, where
 /// the stored one takes 2–3) and never stored one. The last entry's id is the delta's leaf
 /// once lines were appended, else the side data's.
+///
+/// A named leaf that is not the default one is answered from the leaf file when it holds
+/// that leaf's projection for exactly this index state (written by the call that built it,
+/// see [`open_testing_lines`]); else `None` as before.
 fn project_reopened(
     reopened: Reopened,
     leaf: Option<&str>,
 ) -> Result<Option<Opened>, HistoryError> {
+    if let Some(leaf) = leaf
+        && let Some((buf, at)) = reopened.leaf_projection(leaf)
+        && let Some(projection) =
+            flat::decode_with(Bytes::Mapped(buf), at, None, &reopened.file.header.id)
+    {
+        return Ok(Some(Opened {
+            file: reopened.file,
+            projection,
+            index: IndexUse::Reused,
+        }));
+    }
     let unchanged_side = match (leaf, &reopened.appended, &reopened.delta) {
         (Some(_), None, None) => match reopened.side() {
             Some(side) => Some(side),
@@ -384,29 +399,45 @@ fn open_testing_lines(
     {
         return Ok((opened, TestedLines::Untested));
     }
-    let (session, flags, used, pending) = Session::open_deferred(path, line_test, index)?;
+    let crate::session::Deferred {
+        session,
+        flags,
+        used,
+        pending,
+        leaf_slot,
+    } = Session::open_deferred(path, line_test, index)?;
     let leaf_entry = session.leaf(leaf)?;
     // A leaf named explicitly that is the file's last entry is the default one: the same
     // branch, so the same projection, built, stored and extended as the default's.
     let leaf = leaf.filter(|_| leaf_entry != session.entries.len().checked_sub(1));
-    // The stored projection must be the default branch of exactly the indexed lines.
-    let storable = pending
-        .as_ref()
-        .is_some_and(|p| leaf.is_none() && session.entries.len() == p.entries());
+    // Another leaf's projection is kept in the leaf file beside a reused index, for the
+    // next call naming it (the Pi extension names the leaf a `/tree` moved to on every call
+    // until an entry is appended).
+    let leaf_slot = leaf.zip(leaf_slot);
+    // The stored projection must be the default branch of exactly the indexed lines. With
+    // another leaf named, the default branch's projection is built as well when the index is
+    // written, so the index keeps one (before, such a call wrote the index without it, and
+    // every call naming that leaf rewrote it so until a call on the default leaf); the named
+    // leaf's goes to the leaf file written beside it.
+    // An index kept without its skeleton is left as it is then (it already stores the
+    // default branch's projection).
+    let storable = pending.as_ref().is_some_and(|p| {
+        session.entries.len() == p.entries() && (leaf.is_none() || !p.keeps_existing())
+    });
     // What extending the stored projection needs: its session-only part (hashing and
     // sorting the branch's ids) on a second core while this one builds the projection,
     // after the id index when `check` asks for it (whether an id names two entries: see the
     // chain below). One helper thread does both in turn: two, beside the build, took turns
     // with it on a two-core machine (the build's first pass 7.3–9.5 ms instead of ≈ 5 on a
     // session of 110 k entries).
-    let build = |branch: Branch<'_>, check: bool| {
+    let build = |branch: Branch<'_>, check: bool, store: bool| {
         std::thread::scope(|scope| {
-            let helper = (check || storable).then(|| {
+            let helper = (check || store).then(|| {
                 scope.spawn(|| {
                     let unique = !check || session.ids_are_unique();
                     (
                         unique,
-                        storable.then(|| flat::side_ids(&session, branch)).flatten(),
+                        store.then(|| flat::side_ids(&session, branch)).flatten(),
                     )
                 })
             });
@@ -423,24 +454,59 @@ fn open_testing_lines(
     // the branch unless an id names two entries: the projection is built from the chain while
     // another core builds the id index that tells (before, the index was built first: ≈ 2 ms
     // on the default bench session, ≈ 8 ms on one of 225 k short lines).
-    let chain = leaf_entry
-        .filter(|_| leaf.is_none())
-        .and_then(|last| session.chain_branch(last));
-    let (built, ids) = match chain {
-        Some(chain) => {
-            let (unique, built) = build(chain, true);
-            if unique {
-                built
-            } else {
-                let walked = session.active_branch(leaf_entry);
-                if walked.iter().copied().eq(chain.iter()) {
+    let build_default =
+        |last: Option<usize>, store: bool| match last.and_then(|last| session.chain_branch(last)) {
+            Some(chain) => {
+                let (unique, built) = build(chain, true, store);
+                if unique {
                     built
                 } else {
-                    build(Branch::Walked(&walked), false).1
+                    let walked = session.active_branch(last);
+                    if walked.iter().copied().eq(chain.iter()) {
+                        built
+                    } else {
+                        build(Branch::Walked(&walked), false, store).1
+                    }
                 }
             }
+            None => build(Branch::Walked(&session.active_branch(last)), false, store).1,
+        };
+    let mut pending = pending;
+    let mut index = used;
+    // Where the named leaf's projection may be kept beside the index written for it.
+    let mut written_slot = None;
+    if leaf.is_some() {
+        // The default branch's projection first: built, stored with the index and freed
+        // before the named leaf's is built (built beside it, such a call peaked at 55 MB
+        // on a 100 MiB session of 225 k short lines; 52 MB so, and 49 MB on the default
+        // leaf).
+        if storable && let Some(mut pending) = pending.take() {
+            let (built, ids) = build_default(session.entries.len().checked_sub(1), true);
+            let side = ids.and_then(|ids| flat::side_with(&built, ids));
+            let (stored, line_of) = built.into_projection();
+            drop(line_of);
+            pending.encode(&session.entries);
+            let extra = flat::encode(&stored);
+            let pieces = extra.as_ref().map(flat::Encoded::pieces);
+            let side = side.as_ref().map(flat::SideOut::slices);
+            (index, written_slot) =
+                pending.write_keeping(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
         }
-        None => build(Branch::Walked(&session.active_branch(leaf_entry)), false).1,
+        // An index kept without its skeleton is left as it is: nothing to encode for it.
+        if let Some(kept) = pending.take_if(|p| p.keeps_existing()) {
+            index = kept.write(None, None, used);
+        }
+    }
+    let (built, ids) = match leaf {
+        None => build_default(leaf_entry, storable),
+        Some(_) => {
+            build(
+                Branch::Walked(&session.active_branch(leaf_entry)),
+                false,
+                false,
+            )
+            .1
+        }
     };
     let side = ids.and_then(|ids| flat::side_with(&built, ids));
     let (projection, line_of) = built.into_projection();
@@ -458,7 +524,6 @@ fn open_testing_lines(
     // does meanwhile. The entries are then freed on another core, or left to the exit when
     // the process ends with this call (a free per heap string: ≈ 2 ms on 63 k entries).
     let (file, entries) = session.into_parts();
-    let mut index = used;
     std::thread::scope(|scope| {
         let encoding = scope.spawn(move || {
             let pending = pending.map(|mut pending| {
@@ -467,8 +532,14 @@ fn open_testing_lines(
             });
             (pending, entries)
         });
-        let extra = storable.then(|| flat::encode(&projection)).flatten();
+        let extra = (storable && leaf.is_none())
+            .then(|| flat::encode(&projection))
+            .flatten();
         let pieces = extra.as_ref().map(flat::Encoded::pieces);
+        // The named leaf's projection, for its leaf file.
+        let slot = leaf.zip(written_slot.or(leaf_slot.map(|(_, slot)| slot)));
+        let leaf_extra = slot.as_ref().and_then(|_| flat::encode(&projection));
+        let leaf_pieces = leaf_extra.as_ref().map(flat::Encoded::pieces);
         let (pending, entries) = encoding
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -476,6 +547,9 @@ fn open_testing_lines(
         if let Some(pending) = pending {
             let side = side.as_ref().map(flat::SideOut::slices);
             index = pending.write(pieces.as_ref().map(|p| &p[..]), side.as_deref(), used);
+        }
+        if let (Some((leaf, slot)), Some(pieces)) = (slot, &leaf_pieces) {
+            slot.write(leaf, pieces);
         }
     });
     Ok((
@@ -930,6 +1004,7 @@ pub(crate) fn search_with(
                     give_up();
                     other_memo = scan::Memo::new(dir, path, &reopened.file);
                 }
+                let covered = reopened.complete;
                 let opened = project_reopened(reopened, leaf);
                 let opened = match opened {
                     Ok(Some(opened)) => opened,
@@ -952,8 +1027,14 @@ pub(crate) fn search_with(
                 } else {
                     other_memo.as_ref()
                 };
-                let masks =
-                    scan::line_masks_memo(&opened.file, &opened.projection, p, memo, early)?;
+                let masks = scan::line_masks_memo(
+                    &opened.file,
+                    &opened.projection,
+                    p,
+                    memo,
+                    early,
+                    covered,
+                )?;
                 Ok(Some((opened, Masks::Scanned(masks))))
             })?
         }

@@ -597,7 +597,7 @@ proptest! {
                         super::scan::early_hits(&opened.file.file, p, memo.unwrap(), len, &Default::default()).unwrap()
                     });
                     let memoed = super::scan::line_masks_memo_in_blocks(
-                        &opened.file, &opened.projection, p, memo, early, block,
+                        &opened.file, &opened.projection, p, memo, early, 0, block,
                     ).unwrap();
                     for i in 0..opened.projection.line_count() {
                         prop_assert_eq!(
@@ -617,7 +617,7 @@ proptest! {
                 let fresh_only = tempfile::tempdir().unwrap();
                 let plain = super::scan::Memo::new(fresh_only.path(), file.path(), &opened.file);
                 super::scan::line_masks_memo_in_blocks(
-                    &opened.file, &opened.projection, p, plain.as_ref(), None, block,
+                    &opened.file, &opened.projection, p, plain.as_ref(), None, 0, block,
                 ).unwrap();
                 prop_assert_eq!(hits(early_dir.path()), hits(fresh_only.path()), "block {}", block);
             }
@@ -1490,6 +1490,7 @@ proptest! {
         ),
         steps in prop::collection::vec((any::<prop::sample::Index>(), 0u8..4), 1..5),
         queries in prop::collection::vec(query(), 1..2),
+        other in any::<prop::sample::Index>(),
     ) {
         let lines = grown_lines(&spec);
         let cache = tempfile::tempdir().unwrap();
@@ -1528,8 +1529,29 @@ proptest! {
                 let (named, _) = answers_at(&path, Some(&last), &queries, &mode);
                 prop_assert_eq!(&plain, &named);
             }
+            // Another entry named as the leaf (after a `/tree`): built from the skeleton and
+            // kept in the leaf file, then read from it, between the calls above and the next
+            // appends.
+            let ids = entry_ids(&now);
+            if !ids.is_empty() {
+                let leaf = &ids[other.index(ids.len())];
+                let (plain, _) = answers_at(&path, Some(leaf), &queries, &IndexMode::Off);
+                for _ in 0..2 {
+                    let (named, _) = answers_at(&path, Some(leaf), &queries, &mode);
+                    prop_assert_eq!(&plain, &named);
+                }
+            }
         }
     }
+}
+
+/// The ids of the session's entries, in file order (duplicates kept).
+fn entry_ids(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|entry| entry.is_object() && entry["type"] != "session")
+        .filter_map(|entry| entry["id"].as_str().map(str::to_string))
+        .collect()
 }
 
 #[test]
@@ -1711,4 +1733,119 @@ fn a_call_whose_id_only_shares_a_stored_results_hash_is_paired_in_place() {
     // The second call is shown with its result (paired), not as an open call.
     let opened = open(&path, None).unwrap();
     assert_eq!(opened.projection.paired_results().count(), 2);
+}
+
+/// A named leaf that is not the default one: its projection is kept in the leaf file by the
+/// call that builds it beside a reused index, read by the next call naming that leaf (and no
+/// other), equal to the one built from the whole file; any write of the index makes it
+/// stale, a stale or damaged leaf file is never read.
+#[test]
+fn another_leafs_projection_is_kept_for_exactly_the_index_state_it_was_built_from() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/history/large-real.jsonl"
+    );
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let mode = IndexMode::In {
+        dir: cache.path(),
+        now: std::time::SystemTime::UNIX_EPOCH,
+    };
+    let ids = entry_ids(&text);
+    let (leaf, other) = (&ids[ids.len() / 2], &ids[ids.len() / 3]);
+    let leaf_file = crate::session::index::leaf_path(&crate::session::index::index_path(
+        cache.path(),
+        &std::fs::canonicalize(&path).unwrap(),
+    ));
+    let facts = |leaf: &str| projection_facts(&open(&path, Some(leaf)).unwrap().projection);
+    let from_leaf_file = |leaf: &str| {
+        super::open_reused(&path, Some(leaf), &mode)
+            .unwrap()
+            .map(|opened| projection_facts(&opened.projection))
+    };
+    assert_eq!(
+        super::open_with(&path, None, &mode).unwrap().index,
+        super::IndexUse::Built
+    );
+    assert_eq!(from_leaf_file(leaf), None);
+    // Built from the skeleton, then kept.
+    assert_eq!(
+        super::open_with(&path, Some(leaf), &mode).unwrap().index,
+        super::IndexUse::Reused
+    );
+    assert!(leaf_file.exists());
+    let expected = facts(leaf);
+    assert_ne!(expected, facts(ids.last().unwrap()));
+    assert_eq!(from_leaf_file(leaf).as_ref(), Some(&expected));
+    assert_eq!(from_leaf_file(other), None);
+    // Damaged: every truncation and flipped bytes through the whole file are never read.
+    let kept = std::fs::read(&leaf_file).unwrap();
+    let mut cuts: Vec<usize> = (0..200.min(kept.len())).collect();
+    cuts.extend((200..kept.len()).step_by(997));
+    for &cut in &cuts {
+        std::fs::write(&leaf_file, &kept[..cut]).unwrap();
+        assert_eq!(from_leaf_file(leaf), None, "cut at {cut}");
+        let mut flipped = kept.clone();
+        flipped[cut] ^= 0x10;
+        std::fs::write(&leaf_file, &flipped).unwrap();
+        assert_eq!(from_leaf_file(leaf), None, "byte {cut} flipped");
+    }
+    std::fs::write(&leaf_file, &kept).unwrap();
+    assert_eq!(from_leaf_file(leaf).as_ref(), Some(&expected));
+    // An entry reusing the leaf's id is appended, and a child of it: the leaf now names the
+    // first. The default call extends the index (rewritten from the skeleton, as an id named
+    // twice asks) and removes the leaf file; put back, it is bound to the index state before
+    // and not read.
+    let last = ids.last().unwrap();
+    for (id, parent) in [(leaf.as_str(), last.as_str()), ("after", leaf.as_str())] {
+        append(
+            &path,
+            &format!(
+                "{}\n",
+                json!({"type": "message", "id": id, "parentId": parent,
+                    "timestamp": "2026-11-30T07:00:00.000Z",
+                    "message": {"role": "user", "content": "again", "timestamp": 1}})
+            ),
+        );
+    }
+    assert_eq!(
+        super::open_with(&path, None, &mode).unwrap().index,
+        super::IndexUse::Extended
+    );
+    assert!(!leaf_file.exists());
+    std::fs::write(&leaf_file, &kept).unwrap();
+    assert_eq!(from_leaf_file(leaf), None);
+    let now = facts(leaf);
+    assert_ne!(now, expected);
+    // Named again: built anew (the index rewritten from the skeleton), then kept.
+    for _ in 0..3 {
+        let opened = super::open_with(&path, Some(leaf), &mode).unwrap();
+        assert_eq!(projection_facts(&opened.projection), now);
+    }
+    assert_eq!(from_leaf_file(leaf).as_ref(), Some(&now));
+    // Lines appended, and the leaf named first: that call extends the index with the
+    // default branch's projection (so calls on the default leaf still read only it) and
+    // keeps the leaf's beside it at once.
+    append(
+        &path,
+        &format!(
+            "{}\n",
+            json!({"type": "message", "id": "later", "parentId": "after",
+                "timestamp": "2026-11-30T07:00:01.000Z",
+                "message": {"role": "user", "content": "later", "timestamp": 2}})
+        ),
+    );
+    let opened = super::open_with(&path, Some(leaf), &mode).unwrap();
+    assert_eq!(opened.index, super::IndexUse::Extended);
+    let now = facts(leaf);
+    assert_eq!(projection_facts(&opened.projection), now);
+    assert_eq!(from_leaf_file(leaf).as_ref(), Some(&now));
+    let by_default = super::open_reused(&path, None, &mode).unwrap().unwrap();
+    assert_eq!(
+        projection_facts(&by_default.projection),
+        projection_facts(&open(&path, None).unwrap().projection)
+    );
 }

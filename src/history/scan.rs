@@ -578,16 +578,19 @@ fn memo_checksum(body: &[u8]) -> u64 {
 
 /// [`line_masks_in_blocks`] through the memo: the hits of the bytes it covers are taken from it, only
 /// the bytes after them are scanned (every line, so the memo stays independent of the
-/// branch), and the memo is rewritten when it grew. Without a memo, or when the event lines
-/// do not end at a complete line, it is the plain scan.
+/// branch), and the memo is rewritten when it grew. The memo covers the lines up to
+/// `covered` (the end of the complete lines the projection was read from) when that ends a
+/// line past the event lines, else up to the end of the event lines. Without a memo, or
+/// when the event lines do not end at a complete line, it is the plain scan.
 pub fn line_masks_memo(
     file: &SessionFile,
     projection: &Projection,
     prefilter: &Prefilter,
     memo: Option<&Memo>,
     early: Option<EarlyHits>,
+    covered: u64,
 ) -> Result<LineMasks, SessionError> {
-    line_masks_memo_in_blocks(file, projection, prefilter, memo, early, BLOCK)
+    line_masks_memo_in_blocks(file, projection, prefilter, memo, early, covered, BLOCK)
 }
 
 /// The literals of `scans` at `group` (ascending) as one scan: a literal containing another
@@ -685,6 +688,7 @@ pub(crate) fn line_masks_memo_in_blocks(
     prefilter: &Prefilter,
     memo: Option<&Memo>,
     early: Option<EarlyHits>,
+    covered: u64,
     block: usize,
 ) -> Result<LineMasks, SessionError> {
     use std::os::unix::fs::FileExt;
@@ -704,7 +708,17 @@ pub(crate) fn line_masks_memo_in_blocks(
     if file.file.read_exact_at(&mut newline, end).is_err() || newline[0] != b'\n' {
         return line_masks_in_blocks(file, projection, prefilter, block);
     }
-    let complete = end + 1;
+    // Past the event lines, up to every complete line read: a named leaf's branch can end
+    // mid-file, and a memo cut back to it would be scanned forward again by the next call
+    // on the default branch, and back by the next on that leaf's, in turn.
+    let complete = if covered > end + 1
+        && file.file.read_exact_at(&mut newline, covered - 1).is_ok()
+        && newline[0] == b'\n'
+    {
+        covered
+    } else {
+        end + 1
+    };
     let scans: Vec<KeyedScan<'_>> = prefilter.keyed_scans().collect();
     let (stored, starts, scanned) = match early.filter(|e| e.limit >= complete) {
         // What the scan up to `complete` would have found: the entries it would have
@@ -1066,6 +1080,7 @@ mod tests {
                     prefilter,
                     Some(memo),
                     early,
+                    0,
                     block,
                 )
                 .unwrap();

@@ -111,6 +111,12 @@ pub fn grow_path(index: &Path) -> PathBuf {
     index.with_extension("grow")
 }
 
+/// The leaf file next to an index (`<name>.leaf`): the projection of the last leaf named
+/// that is not the default one, for the index state it was built from (see [`LeafSlot`]).
+pub fn leaf_path(index: &Path) -> PathBuf {
+    index.with_extension("leaf")
+}
+
 /// The index file of a session (by its canonical path).
 pub fn index_path(cache: &Path, canonical: &Path) -> PathBuf {
     let digest = Sha1::digest(canonical.as_os_str().as_encoded_bytes());
@@ -128,14 +134,19 @@ pub(crate) fn open_through_index(
     cache: &Path,
     now: SystemTime,
     test: Option<&LineTest<'_>>,
-) -> Result<(Decoded, IndexUse, Option<Pending>), SessionError> {
+) -> Result<Through, SessionError> {
     let size = meta.len();
     let io_error = |source: std::io::Error| io_error_of(path, source);
     let complete = complete_end(file, size).map_err(io_error)?;
     housekeeping(&index_dir(cache), now);
     let Ok(canonical) = fs::canonicalize(path) else {
         let decoded = decode_range(path, file, 0, size, test, Decoded::empty())?;
-        return Ok((decoded, IndexUse::Unavailable, None));
+        return Ok(Through {
+            decoded,
+            used: IndexUse::Unavailable,
+            pending: None,
+            leaf_slot: None,
+        });
     };
     let target = index_path(cache, &canonical);
     let identity = Identity {
@@ -148,6 +159,15 @@ pub(crate) fn open_through_index(
         .as_deref()
         .and_then(decode)
         .filter(|stored| stored.valid_for(&identity, file, complete));
+    // Where a reused index with extra data would keep a named leaf's projection.
+    let slot = bytes.as_deref().and_then(|bytes| {
+        let pre = preamble(bytes)?;
+        Some(LeafSlot {
+            target: leaf_path(&target),
+            binding: leaf_binding(&pre, &[0; GROW_BINDING]),
+            room: room_beside(complete, bytes.len() as u64),
+        })
+    });
     // A valid index kept without its skeleton (its extra data is what it is for) is not
     // replaced by one without extra data.
     let keep_existing = loaded.is_none()
@@ -184,6 +204,7 @@ pub(crate) fn open_through_index(
         None
     };
     let pending_missing = pending.is_none() && use_ != IndexUse::Reused;
+    let indexed_entries = stored.entries.len();
     let decoded = decode_range(path, file, complete, size, test, stored)?;
     // No index could be encoded (no header yet): nothing is kept.
     let use_ = if pending_missing {
@@ -191,7 +212,33 @@ pub(crate) fn open_through_index(
     } else {
         use_
     };
-    Ok((decoded, use_, pending))
+    // A leaf file holds a projection of exactly the indexed lines (as the stored one): not
+    // when the line after the last `\n` holds an entry. (Not beside an index kept without
+    // its skeleton either: it is kept so because the projection alone nearly fills the
+    // share.)
+    let leaf_slot = slot.filter(|_| {
+        pending.is_none()
+            && use_ == IndexUse::Reused
+            && had_extra
+            && decoded.entries.len() == indexed_entries
+    });
+    Ok(Through {
+        decoded,
+        used: use_,
+        pending,
+        leaf_slot,
+    })
+}
+
+/// What [`open_through_index`] read and what is left to write.
+pub(crate) struct Through {
+    pub decoded: Decoded,
+    pub used: IndexUse,
+    /// The index write still to do (for `Built` and `Extended`, and for a reused index
+    /// without extra data).
+    pub pending: Option<Pending>,
+    /// Where a named leaf's projection may be kept (an index reused with its extra data).
+    pub leaf_slot: Option<LeafSlot>,
 }
 
 /// What a valid index holds besides its skeleton (see [`peek`]).
@@ -245,6 +292,9 @@ pub struct Grow {
     back_len: u64,
     /// The skeleton chunks of a valid growth file (entries appended since the index file).
     grown_chunks: Vec<u8>,
+    /// What binds a leaf file to the valid growth file read ([`grow_binding`]; zeros for
+    /// none).
+    grown: [u8; GROW_BINDING],
 }
 
 impl Grow {
@@ -263,6 +313,17 @@ impl Grow {
             usize::try_from(self.side_len).ok()?,
         )?;
         (blocks_sum(&[&side]) == self.side_sum).then_some(side)
+    }
+
+    /// The stored projection of the branch ending at `leaf`, when the leaf file holds one
+    /// for exactly this index state (the index file and its growth file, if any), checked:
+    /// the mapped body of the leaf file and where the projection starts in it.
+    pub fn leaf_projection(&self, leaf: &str) -> Option<(Mapped, usize)> {
+        read_leaf(
+            &leaf_path(&self.target),
+            &leaf_binding(&self.pre, &self.grown),
+            leaf,
+        )
     }
 
     /// Atomically write the index extended by `appended` (the decode of the complete lines
@@ -292,8 +353,8 @@ impl Grow {
                 len: self.back_len,
                 chunks: [&self.grown_chunks, chunk],
             };
-            write_index(&self.target, complete, &head, extra, side, &back)
-                || write_index(&self.target, complete, &head, &[], &[], &back)
+            write_index(&self.target, complete, &head, extra, side, &back).is_some()
+                || write_index(&self.target, complete, &head, &[], &[], &back).is_some()
         } else {
             // Without a skeleton the file is only worth its extra data; `chunk` is empty.
             pieces_len(extra) != 0
@@ -306,9 +367,11 @@ impl Grow {
                     side,
                     &Back::Whole(&[]),
                 )
+                .is_some()
         };
         if written {
             let _ = fs::remove_file(grow_path(&self.target));
+            let _ = fs::remove_file(leaf_path(&self.target));
         }
         written
     }
@@ -403,6 +466,10 @@ impl Grow {
             temp.persist(grow_path(&self.target)).map_err(|e| e.error)?;
             Ok(())
         })();
+        if written.is_ok() {
+            // A leaf file of the state before is stale: it would only hold a share.
+            let _ = fs::remove_file(leaf_path(&self.target));
+        }
         written.is_ok()
     }
 }
@@ -427,6 +494,122 @@ fn binding(pre: &Pre) -> [u8; BINDING] {
     out
 }
 
+/// Bytes of what binds a leaf file to a growth file: its body's length and checksum.
+const GROW_BINDING: usize = 16;
+
+/// What binds a leaf file to the growth file read: its body's length and checksum.
+fn grow_binding(body_len: u64, body_sum: u64) -> [u8; GROW_BINDING] {
+    let mut out = [0u8; GROW_BINDING];
+    out[..8].copy_from_slice(&body_len.to_le_bytes());
+    out[8..].copy_from_slice(&body_sum.to_le_bytes());
+    out
+}
+
+/// First bytes of every leaf file.
+const LEAF_MAGIC: &[u8; 8] = b"PICXHLEF";
+/// Bytes before a leaf file's body: magic, format, body length and checksum.
+const LEAF_PREAMBLE: usize = 8 + 4 + 8 + 8;
+/// Where the body's checksum lies in a leaf file's preamble.
+const LEAF_SUM_AT: usize = 20;
+/// Bytes of what binds a leaf file to an index state.
+const LEAF_BINDING: usize = BINDING + GROW_BINDING;
+
+/// What binds a leaf file to an index state: the index file's binding (as a growth file's,
+/// [`binding`]), then the growth file's ([`grow_binding`]; zeros when there is none). Every
+/// state has its own: a leaf file is read only with the very index state its projection was
+/// built from, so the lines it names are the ones that index covers.
+fn leaf_binding(pre: &Pre, grown: &[u8; GROW_BINDING]) -> [u8; LEAF_BINDING] {
+    let mut out = [0u8; LEAF_BINDING];
+    out[..BINDING].copy_from_slice(&binding(pre));
+    out[BINDING..].copy_from_slice(grown);
+    out
+}
+
+/// Bytes a leaf file may take beside an index file of `index_len` bytes covering `complete`
+/// bytes: what the index leaves of its share.
+fn room_beside(complete: u64, index_len: u64) -> u64 {
+    (complete.saturating_mul(MAX_SHARE_PERCENT) / 100).saturating_sub(index_len)
+}
+
+/// An index file as written: its preamble's fields and its length.
+struct Written {
+    pre: Pre,
+    len: u64,
+}
+
+/// Where the projection of a named leaf that is not the default one may be kept beside a
+/// reused index: the leaf file, bound to the index state the projection was built from (a
+/// call naming that leaf again reads it instead of decoding the skeleton and building the
+/// projection: [`Grow::leaf_projection`]). One leaf per session is kept, the last named;
+/// any write of the index or of its growth file removes it.
+pub struct LeafSlot {
+    target: PathBuf,
+    binding: [u8; LEAF_BINDING],
+    /// Bytes the leaf file may take: what the index file leaves of its share.
+    room: u64,
+}
+
+impl LeafSlot {
+    /// Atomically write the leaf file: the binding, `leaf`, and `projection` (in pieces).
+    /// `false` when it would pass the room left or cannot be written.
+    pub fn write(&self, leaf: &str, projection: &[&[u8]]) -> bool {
+        let mut head = Out {
+            buf: Vec::with_capacity(LEAF_BINDING + leaf.len() + 10),
+        };
+        head.buf.extend_from_slice(&self.binding);
+        head.bytes(leaf.as_bytes());
+        let body_len = head.buf.len() + pieces_len(projection);
+        if (LEAF_PREAMBLE + body_len) as u64 > self.room {
+            return false;
+        }
+        let Some(dir) = self.target.parent() else {
+            return false;
+        };
+        let written = (|| -> std::io::Result<()> {
+            let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+            temp.write_all(LEAF_MAGIC)?;
+            temp.write_all(&FORMAT.to_le_bytes())?;
+            temp.write_all(&(body_len as u64).to_le_bytes())?;
+            temp.write_all(&0u64.to_le_bytes())?;
+            let pieces: Vec<&[u8]> = std::iter::once(&head.buf[..])
+                .chain(projection.iter().copied())
+                .collect();
+            let sum = write_blocks(temp.as_file_mut(), &pieces)?;
+            temp.as_file()
+                .write_all_at(&sum.to_le_bytes(), LEAF_SUM_AT as u64)?;
+            temp.persist(&self.target).map_err(|e| e.error)?;
+            Ok(())
+        })();
+        written.is_ok()
+    }
+}
+
+/// The leaf file at `path` when it is whole, for `leaf` and bound to `binding`: its body,
+/// mapped, and where the caller's projection starts in it.
+fn read_leaf(path: &Path, binding: &[u8; LEAF_BINDING], leaf: &str) -> Option<(Mapped, usize)> {
+    let file = File::open(path).ok()?;
+    let mut pre = [0u8; LEAF_PREAMBLE];
+    file.read_exact_at(&mut pre, 0).ok()?;
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(pre.get(at..at + 8)?.try_into().ok()?))
+    };
+    if pre[..8] != LEAF_MAGIC[..] || u32::from_le_bytes(pre[8..12].try_into().ok()?) != FORMAT {
+        return None;
+    }
+    let body_len = word(12)?;
+    if file.metadata().ok()?.len() != (LEAF_PREAMBLE as u64).checked_add(body_len)? {
+        return None;
+    }
+    let body = Mapped::map(&file, LEAF_PREAMBLE as u64, usize::try_from(body_len).ok()?)?;
+    let mut r = In { buf: &body, at: 0 };
+    // The binding and the leaf first: a stale file is told without its checksum.
+    if r.take(LEAF_BINDING)? != binding || r.bytes()? != leaf.as_bytes() {
+        return None;
+    }
+    let at = r.at;
+    (blocks_sum(&[&body]) == word(LEAF_SUM_AT)?).then_some((body, at))
+}
+
 /// A valid growth file of the index file read (`pre`, `base`): its head, the caller's
 /// payload and the skeleton chunks since the index file. `None` when there is none, or it
 /// is damaged, foreign, bound to another index file, or no longer matches the session
@@ -438,7 +621,7 @@ fn read_grow(
     identity: &Identity,
     file: &File,
     complete: u64,
-) -> Option<(Head, Vec<u8>, Vec<u8>)> {
+) -> Option<GrowRead> {
     let bytes = fs::read(path).ok()?;
     let word = |at: usize| -> Option<u64> {
         Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
@@ -469,7 +652,22 @@ fn read_grow(
         && head.lines >= base.lines
         && head.header == base.header
         && head.valid_for(identity, file, complete);
-    valid.then(|| (head, payload, chunks.to_vec()))
+    let binding = grow_binding(word(12)?, word(20)?);
+    valid.then(|| GrowRead {
+        head,
+        payload,
+        chunks: chunks.to_vec(),
+        binding,
+    })
+}
+
+/// A valid growth file as read: its head, the caller's payload, the skeleton chunks since
+/// the index file, and what binds a leaf file to it.
+struct GrowRead {
+    head: Head,
+    payload: Vec<u8>,
+    chunks: Vec<u8>,
+    binding: [u8; GROW_BINDING],
 }
 
 /// The head and extra data of a valid index of `file` that carries extra data, without
@@ -515,9 +713,9 @@ pub(crate) fn peek(
         return Ok(None);
     };
     let grown = read_grow(&grow_path(&target), &pre, &head, &identity, file, complete);
-    let (now, delta, grown_chunks) = match grown {
-        Some((now, payload, chunks)) => (now, Some(payload), chunks),
-        None => (head, None, Vec::new()),
+    let (now, delta, grown_chunks, grown) = match grown {
+        Some(read) => (read.head, Some(read.payload), read.chunks, read.binding),
+        None => (head, None, Vec::new(), [0; GROW_BINDING]),
     };
     let back_len = now.back_len - grown_chunks.len() as u64;
     Ok(Some(Peeked {
@@ -543,6 +741,7 @@ pub(crate) fn peek(
             back_at,
             back_len,
             grown_chunks,
+            grown,
         },
     }))
 }
@@ -804,6 +1003,12 @@ impl Pending {
         self.entries
     }
 
+    /// Whether the index file is a valid one kept without its skeleton, which only a write
+    /// with extra data replaces.
+    pub fn keeps_existing(&self) -> bool {
+        self.keep_existing
+    }
+
     /// Atomically write the index with `extra` (data derived from exactly the indexed lines,
     /// e.g. history's projection; `None` for none) and `side` (data only an extension reads,
     /// see [`Grow::side`]), each in pieces. When the whole would pass the index's share of
@@ -818,38 +1023,69 @@ impl Pending {
         side: Option<&[&[u8]]>,
         used: IndexUse,
     ) -> IndexUse {
-        let kept = match &self.encoded {
-            None => false,
+        self.write_keeping(extra, side, used).0
+    }
+
+    /// [`Self::write`], and where a named leaf's projection may be kept beside the index
+    /// written, when it was written with `extra` ([`LeafSlot`]).
+    pub fn write_keeping(
+        &self,
+        extra: Option<&[&[u8]]>,
+        side: Option<&[&[u8]]>,
+        used: IndexUse,
+    ) -> (IndexUse, Option<LeafSlot>) {
+        let (kept, with_extra) = match &self.encoded {
+            None => (None, false),
             Some((head, skeleton)) => {
                 let back = Back::Whole(skeleton);
                 match extra {
                     Some(extra) if pieces_len(extra) != 0 => {
                         let side = side.unwrap_or_default();
-                        write_index(&self.target, self.complete, head, extra, side, &back)
-                            || write_index(
-                                &self.target,
-                                self.complete,
-                                &self.head(NO_SKELETON),
-                                extra,
-                                side,
-                                &Back::Whole(&[]),
-                            )
-                            || write_index(&self.target, self.complete, head, &[], &[], &back)
+                        let with_extra =
+                            write_index(&self.target, self.complete, head, extra, side, &back)
+                                .or_else(|| {
+                                    write_index(
+                                        &self.target,
+                                        self.complete,
+                                        &self.head(NO_SKELETON),
+                                        extra,
+                                        side,
+                                        &Back::Whole(&[]),
+                                    )
+                                });
+                        match with_extra {
+                            Some(written) => (Some(written), true),
+                            None => (
+                                write_index(&self.target, self.complete, head, &[], &[], &back),
+                                false,
+                            ),
+                        }
                     }
-                    _ if self.keep_existing => false,
-                    _ => write_index(&self.target, self.complete, head, &[], &[], &back),
+                    _ if self.keep_existing => (None, false),
+                    _ => (
+                        write_index(&self.target, self.complete, head, &[], &[], &back),
+                        false,
+                    ),
                 }
             }
         };
-        if kept {
-            // A growth file belongs to the index file just replaced.
+        if kept.is_some() {
+            // A growth file and a leaf file belong to the index file just replaced.
             let _ = fs::remove_file(grow_path(&self.target));
+            let _ = fs::remove_file(leaf_path(&self.target));
         }
-        if kept || used == IndexUse::Reused {
+        let written = kept.is_some();
+        let slot = kept.filter(|_| with_extra).map(|written| LeafSlot {
+            target: leaf_path(&self.target),
+            binding: leaf_binding(&written.pre, &[0; GROW_BINDING]),
+            room: room_beside(self.complete, written.len),
+        });
+        let used = if written || used == IndexUse::Reused {
             used
         } else {
             IndexUse::Unavailable
-        }
+        };
+        (used, slot)
     }
 }
 
@@ -872,7 +1108,7 @@ fn pieces_len(pieces: &[&[u8]]) -> usize {
 }
 
 /// Write an index file atomically (temp file + rename): preamble, front (`head` and
-/// `extra`, the extra data in pieces), `side` (in pieces), skeleton chunks. `false` when it
+/// `extra`, the extra data in pieces), `side` (in pieces), skeleton chunks. `None` when it
 /// would exceed its share of the `complete` bytes it covers or cannot be written.
 fn write_index(
     target: &Path,
@@ -881,7 +1117,7 @@ fn write_index(
     extra: &[&[u8]],
     side: &[&[u8]],
     back: &Back<'_>,
-) -> bool {
+) -> Option<Written> {
     // The front is the head, the extra data's length, the extra data (written from its
     // pieces as they are: it can be megabytes).
     let extra_len = pieces_len(extra);
@@ -899,7 +1135,7 @@ fn write_index(
     let side_len = pieces_len(side);
     let total = (PREAMBLE + front_len + side_len) as u64 + back_len;
     if total * 100 > complete * MAX_SHARE_PERCENT {
-        return false;
+        return None;
     }
     let mut preamble = Vec::with_capacity(PREAMBLE);
     preamble.extend_from_slice(MAGIC);
@@ -910,9 +1146,7 @@ fn write_index(
     preamble.extend_from_slice(&0u64.to_le_bytes());
     preamble.extend_from_slice(&(side_len as u64).to_le_bytes());
     preamble.extend_from_slice(&0u64.to_le_bytes());
-    let Some(dir) = target.parent() else {
-        return false;
-    };
+    let dir = target.parent()?;
     let written = fs::create_dir_all(dir).and_then(|()| {
         let mut temp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
         temp.write_all(&preamble)?;
@@ -924,6 +1158,12 @@ fn write_index(
             .write_all_at(&front_sum.to_le_bytes(), FRONT_SUM_AT as u64)?;
         temp.as_file()
             .write_all_at(&side_sum.to_le_bytes(), (PREAMBLE - 8) as u64)?;
+        let pre = Pre {
+            front_len,
+            front_sum,
+            side_len: side_len as u64,
+            side_sum,
+        };
         match back {
             Back::Whole(chunks) => {
                 for chunk in *chunks {
@@ -949,9 +1189,9 @@ fn write_index(
             }
         }
         temp.persist(target).map_err(|e| e.error)?;
-        Ok(())
+        Ok(pre)
     });
-    written.is_ok()
+    written.ok().map(|pre| Written { pre, len: total })
 }
 
 /// The fixed width of a chunk's first line number: a varint padded with continuation bits
@@ -1727,6 +1967,7 @@ fn housekeeping(dir: &Path, now: SystemTime) {
                     let _ = fs::remove_file(&path);
                     let _ = fs::remove_file(dir.join(format!("{stem}.hits")));
                     let _ = fs::remove_file(dir.join(format!("{stem}.grow")));
+                    let _ = fs::remove_file(dir.join(format!("{stem}.leaf")));
                     let _ = fs::remove_file(&marker);
                 }
             }
@@ -2020,6 +2261,11 @@ mod tests {
         open(&path, cache.path());
         let target = index_path(cache.path(), &fs::canonicalize(&path).unwrap());
         let hdir = index_dir(cache.path());
+        // The files beside the index go with it.
+        let beside = ["grow", "leaf", "hits"].map(|ext| target.with_extension(ext));
+        for file in &beside {
+            fs::write(file, "x").unwrap();
+        }
         fs::remove_file(&path).unwrap();
         let now = SystemTime::now();
         housekeeping(&hdir, now);
@@ -2030,6 +2276,7 @@ mod tests {
         assert!(target.exists());
         housekeeping(&hdir, now + Duration::from_secs(31 * 24 * 3600));
         assert!(!target.exists() && !marker.exists());
+        assert!(beside.iter().all(|file| !file.exists()));
         // A session that comes back loses its marker.
         let path = session_file(dir.path(), 9);
         open(&path, cache.path());

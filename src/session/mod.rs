@@ -461,7 +461,13 @@ impl Session {
         line_test: Option<&LineTest<'_>>,
         mode: &IndexMode<'_>,
     ) -> Result<(Session, EntryFlags, IndexUse), SessionError> {
-        let (session, flags, use_, pending) = Self::open_deferred(path, line_test, mode)?;
+        let Deferred {
+            session,
+            flags,
+            used: use_,
+            pending,
+            ..
+        } = Self::open_deferred(path, line_test, mode)?;
         let use_ = match pending {
             Some(mut pending) => {
                 pending.encode(&session.entries);
@@ -474,17 +480,18 @@ impl Session {
 
     /// [`Session::open_indexed`], leaving the index write to the caller: when the index must
     /// be (re)written, the [`index::Pending`] write is handed back so the caller can attach
-    /// its own derived data (see [`index::Pending::write`]).
+    /// its own derived data (see [`index::Pending::write`]), and so is the place of a named
+    /// leaf's projection beside a reused index ([`index::LeafSlot`]).
     pub fn open_deferred(
         path: &Path,
         line_test: Option<&LineTest<'_>>,
         mode: &IndexMode<'_>,
-    ) -> Result<(Session, EntryFlags, IndexUse, Option<index::Pending>), SessionError> {
+    ) -> Result<Deferred, SessionError> {
         let io_error = |source: std::io::Error| io_error_of(path, source);
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
-        let (mut decoded, use_, pending) = match mode {
+        let (mut decoded, use_, pending, leaf_slot) = match mode {
             IndexMode::Off | IndexMode::Unavailable => {
                 let decoded = decode_range(path, &file, 0, size, line_test, Decoded::empty())?;
                 let use_ = if matches!(mode, IndexMode::Off) {
@@ -492,10 +499,16 @@ impl Session {
                 } else {
                     IndexUse::Unavailable
                 };
-                (decoded, use_, None)
+                (decoded, use_, None, None)
             }
             IndexMode::In { dir, now } => {
-                index::open_through_index(path, &file, &meta, dir, *now, line_test)?
+                let through = index::open_through_index(path, &file, &meta, dir, *now, line_test)?;
+                (
+                    through.decoded,
+                    through.used,
+                    through.pending,
+                    through.leaf_slot,
+                )
             }
         };
         let flags = std::mem::take(&mut decoded.flags);
@@ -510,7 +523,13 @@ impl Session {
             decoded.skipped,
             decoded.continues,
         );
-        Ok((session, flags, use_, pending))
+        Ok(Deferred {
+            session,
+            flags,
+            used: use_,
+            pending,
+            leaf_slot,
+        })
     }
 
     /// The file handle and header, keeping only what reading single lines needs, and the
@@ -770,6 +789,17 @@ impl Iterator for BranchIndexes<'_> {
     }
 }
 
+/// What [`Session::open_deferred`] read, and what it leaves to the caller to write.
+pub struct Deferred {
+    pub session: Session,
+    pub flags: EntryFlags,
+    pub used: IndexUse,
+    /// The index write still to do, if any.
+    pub pending: Option<index::Pending>,
+    /// Where the projection of a named leaf that is not the default one may be kept.
+    pub leaf_slot: Option<index::LeafSlot>,
+}
+
 /// A session opened through the front of its index ([`SessionFile::open_reused`]).
 pub struct Reopened {
     pub file: SessionFile,
@@ -783,6 +813,9 @@ pub struct Reopened {
     pub appended: Option<Appended>,
     /// How to read the index's side data when no line was appended (else `appended` has it).
     grow: Option<index::Grow>,
+    /// The end of the file's last complete line when it was opened: every line before it is
+    /// one the index (with `appended`) covers.
+    pub complete: u64,
 }
 
 impl Reopened {
@@ -792,6 +825,13 @@ impl Reopened {
             Some(appended) => appended.side(),
             None => self.grow.as_ref()?.side(),
         }
+    }
+
+    /// The stored projection of the branch ending at `leaf` from the leaf file, when no
+    /// line was appended and the leaf file was written for exactly this index state
+    /// ([`index::Grow::leaf_projection`]).
+    pub fn leaf_projection(&self, leaf: &str) -> Option<(mapped::Mapped, usize)> {
+        self.grow.as_ref()?.leaf_projection(leaf)
     }
 }
 
@@ -935,6 +975,7 @@ impl SessionFile {
             delta: peeked.delta,
             appended,
             grow,
+            complete: peeked.complete,
         }))
     }
 

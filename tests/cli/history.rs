@@ -1367,6 +1367,84 @@ fn naming_the_last_entry_as_the_leaf_is_the_default_leaf_through_the_index() {
     );
 }
 
+/// A leaf named that is not the last entry (Pi's leaf after a `/tree`, until an entry is
+/// appended): the first call builds its projection from the skeleton and keeps it in a leaf
+/// file beside the index; the calls after it are answered from that file, as without the
+/// index, and write nothing. The search memo stays the whole file's, so calls on the default
+/// branch and on this leaf do not take turns rescanning it.
+#[test]
+fn another_leaf_is_answered_from_its_leaf_file_as_without_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let session = dir.path().join("tree.jsonl");
+    std::fs::copy(fixture("large-real.jsonl"), &session).unwrap();
+    let text = std::fs::read_to_string(&session).unwrap();
+    let ids: Vec<String> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|entry| entry["type"] != "session")
+        .filter_map(|entry| entry["id"].as_str().map(str::to_string))
+        .collect();
+    let leaf = &ids[ids.len() / 2];
+    let index_files = || files_in(&cache.path().join("history"));
+    let search = r#"{"query":["rate limit","src/main.rs","error: cannot"]}"#;
+    let by_default = hist_cached("history-search", &session, cache.path(), &[], search);
+    assert_eq!(without_index(&by_default).1, "built");
+    // The second search scans through the stored projection and writes the memo.
+    let by_default = hist_cached("history-search", &session, cache.path(), &[], search);
+    assert_eq!(without_index(&by_default).1, "reused");
+    let before = index_files();
+    let mut after_first = None;
+    for round in 0..2 {
+        for (command, request) in INDEX_CALLS {
+            let named = hist_cached(command, &session, cache.path(), &["--leaf", leaf], request);
+            let plain = hist_cached(
+                command,
+                &session,
+                cache.path(),
+                &["--leaf", leaf, "--no-index"],
+                request,
+            );
+            assert_eq!(named.code, plain.code, "{round} {command} {request}");
+            let (out, used) = without_index(&named);
+            assert_eq!(out, without_index(&plain).0, "{round} {command} {request}");
+            if named.code == 0 {
+                assert_eq!(used, "reused", "{round} {command} {request}");
+            }
+        }
+        let files = index_files();
+        let names: Vec<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+        assert!(names.iter().any(|n| n.ends_with(".leaf")), "{names:?}");
+        match &after_first {
+            None => after_first = Some(files),
+            Some(first) => assert!(first == &files, "the second round wrote: {names:?}"),
+        }
+    }
+    // The memo a default search leaves, unchanged by the same search on the leaf.
+    let memo = |files: &[(String, Vec<u8>)]| {
+        files
+            .iter()
+            .find(|(name, _)| name.ends_with(".hits"))
+            .map(|(_, bytes)| bytes.clone())
+    };
+    assert!(memo(&before).is_some());
+    let again = hist_cached("history-search", &session, cache.path(), &[], search);
+    assert_eq!(
+        without_index(&again),
+        (without_index(&by_default).0, "reused".into())
+    );
+    let by_default_memo = memo(&index_files());
+    let named = hist_cached(
+        "history-search",
+        &session,
+        cache.path(),
+        &["--leaf", leaf],
+        search,
+    );
+    assert_eq!(named.code, 0);
+    assert_eq!(memo(&index_files()), by_default_memo);
+}
+
 #[test]
 fn a_growing_session_is_answered_alike_with_and_without_the_index() {
     let dir = tempfile::tempdir().unwrap();
