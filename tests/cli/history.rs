@@ -1506,16 +1506,26 @@ fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
         "built"
     );
     std::fs::write(&session, &full).unwrap();
-    let expected = without_index(&hist_cached(
-        "history-list",
-        &session,
-        cache.path(),
-        &["--no-index"],
-        "{}",
-    ))
-    .0;
-    let children: Vec<_> = (0..6)
-        .map(|_| {
+    // Half of them name an earlier leaf (a v1 file's entries are named by line): each of
+    // those writes the index with the default projection, or its leaf file beside it.
+    let leaf_flags: [&[&str]; 2] = [&[], &["--leaf", "L300"]];
+    let expected: Vec<String> = leaf_flags
+        .iter()
+        .map(|flags| {
+            let flags = [*flags, &["--no-index"][..]].concat();
+            without_index(&hist_cached(
+                "history-list",
+                &session,
+                cache.path(),
+                &flags,
+                "{}",
+            ))
+            .0
+        })
+        .collect();
+    assert_ne!(expected[0], expected[1]);
+    let children: Vec<_> = (0..8)
+        .map(|i| {
             let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_pi-context"));
             cmd.env_clear()
                 .env("HOME", home.path())
@@ -1523,15 +1533,17 @@ fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
                 .env("PI_CONTEXT_NOW", crate::support::NOW)
                 .args(["history-list", "--session"])
                 .arg(&session)
+                .args(leaf_flags[i % 2])
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped());
             let mut child = cmd.spawn().unwrap();
             use std::io::Write;
             child.stdin.take().unwrap().write_all(b"{}").unwrap();
-            child
+            (i % 2, child)
         })
         .collect();
-    for child in children {
+    for (which, child) in children {
+        let expected = &expected[which];
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
         let stdout = String::from_utf8(out.stdout).unwrap();
@@ -1542,11 +1554,15 @@ fn processes_extending_one_index_at_once_all_answer_right_and_leave_it_valid() {
             stderr: String::new(),
         };
         let (answer, used) = without_index(&run);
-        assert_eq!(answer, expected);
+        assert_eq!(&answer, expected);
         assert!(["extended", "reused"].contains(&used.as_str()), "{used}");
     }
-    let after = hist_cached("history-list", &session, cache.path(), &[], "{}");
-    assert_eq!(without_index(&after), (expected, "reused".to_string()));
+    for (flags, expected) in leaf_flags.iter().zip(expected) {
+        let after = hist_cached("history-list", &session, cache.path(), flags, "{}");
+        assert_eq!(without_index(&after), (expected, "reused".to_string()));
+    }
+    let files = files_in(&cache.path().join("history"));
+    assert!(files.iter().any(|(name, _)| name.ends_with(".leaf")));
 }
 
 #[test]
