@@ -410,10 +410,6 @@ fn open_testing_lines(
     // A leaf named explicitly that is the file's last entry is the default one: the same
     // branch, so the same projection, built, stored and extended as the default's.
     let leaf = leaf.filter(|_| leaf_entry != session.entries.len().checked_sub(1));
-    // Another leaf's projection is kept in the leaf file beside a reused index, for the
-    // next call naming it (the Pi extension names the leaf a `/tree` moved to on every call
-    // until an entry is appended).
-    let leaf_slot = leaf.zip(leaf_slot);
     // The stored projection must be the default branch of exactly the indexed lines. With
     // another leaf named, the default branch's projection is built as well when the index is
     // written, so the index keeps one (before, such a call wrote the index without it, and
@@ -536,8 +532,10 @@ fn open_testing_lines(
             .then(|| flat::encode(&projection))
             .flatten();
         let pieces = extra.as_ref().map(flat::Encoded::pieces);
-        // The named leaf's projection, for its leaf file.
-        let slot = leaf.zip(written_slot.or(leaf_slot.map(|(_, slot)| slot)));
+        // Another leaf's projection, for its leaf file beside the index written or reused:
+        // the next call naming it reads it (the Pi extension names the leaf a `/tree` moved
+        // to on every call until an entry is appended).
+        let slot = leaf.zip(written_slot.or(leaf_slot));
         let leaf_extra = slot.as_ref().and_then(|_| flat::encode(&projection));
         let leaf_pieces = leaf_extra.as_ref().map(flat::Encoded::pieces);
         let (pending, entries) = encoding

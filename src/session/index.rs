@@ -216,11 +216,9 @@ pub(crate) fn open_through_index(
     // when the line after the last `\n` holds an entry. (Not beside an index kept without
     // its skeleton either: it is kept so because the projection alone nearly fills the
     // share.)
+    // (An index reused with its extra data is the one case with no write pending.)
     let leaf_slot = slot.filter(|_| {
-        pending.is_none()
-            && use_ == IndexUse::Reused
-            && had_extra
-            && decoded.entries.len() == indexed_entries
+        use_ == IndexUse::Reused && had_extra && decoded.entries.len() == indexed_entries
     });
     Ok(Through {
         decoded,

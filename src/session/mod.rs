@@ -491,24 +491,24 @@ impl Session {
         let file = File::open(path).map_err(io_error)?;
         let meta = file.metadata().map_err(io_error)?;
         let size = meta.len();
-        let (mut decoded, use_, pending, leaf_slot) = match mode {
-            IndexMode::Off | IndexMode::Unavailable => {
-                let decoded = decode_range(path, &file, 0, size, line_test, Decoded::empty())?;
-                let use_ = if matches!(mode, IndexMode::Off) {
+        let index::Through {
+            mut decoded,
+            used,
+            pending,
+            leaf_slot,
+        } = match mode {
+            IndexMode::Off | IndexMode::Unavailable => index::Through {
+                decoded: decode_range(path, &file, 0, size, line_test, Decoded::empty())?,
+                used: if matches!(mode, IndexMode::Off) {
                     IndexUse::Bypassed
                 } else {
                     IndexUse::Unavailable
-                };
-                (decoded, use_, None, None)
-            }
+                },
+                pending: None,
+                leaf_slot: None,
+            },
             IndexMode::In { dir, now } => {
-                let through = index::open_through_index(path, &file, &meta, dir, *now, line_test)?;
-                (
-                    through.decoded,
-                    through.used,
-                    through.pending,
-                    through.leaf_slot,
-                )
+                index::open_through_index(path, &file, &meta, dir, *now, line_test)?
             }
         };
         let flags = std::mem::take(&mut decoded.flags);
@@ -526,7 +526,7 @@ impl Session {
         Ok(Deferred {
             session,
             flags,
-            used: use_,
+            used,
             pending,
             leaf_slot,
         })
